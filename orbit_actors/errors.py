@@ -1,0 +1,225 @@
+"""Orbit's one error tree. Every error a caller can see is an :class:`OrbitError` with a stable
+API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
+
+::
+
+    OrbitError
+    ├── DefinitionError            INVALID_IR              400  a definition failed validation (has .problems)
+    │   └── ChildNotRegisteredError CHILD_NOT_REGISTERED   400
+    ├── DefinitionConflictError    DEFINITION_CONFLICT     409
+    ├── WorkflowNotFoundError      WORKFLOW_NOT_FOUND      404
+    ├── InvalidInputError          INVALID_INPUT           400
+    ├── InvalidExecutionIdError    INVALID_EXECUTION_ID    400
+    ├── InvalidRequestError        INVALID_REQUEST         400
+    ├── ExecutionExistsError       EXECUTION_EXISTS        409
+    ├── ExecutionNotFoundError     NOT_FOUND               404
+    ├── RunNotFoundError           RUN_NOT_FOUND           404
+    ├── ExecutionFinishedError     EXECUTION_FINISHED      409
+    ├── NotQuarantinedError        NOT_QUARANTINED         409
+    ├── UnknownSignalError         UNKNOWN_SIGNAL          404
+    ├── SignalPayloadInvalidError  SIGNAL_PAYLOAD_INVALID  422
+    ├── UnknownQueryError          UNKNOWN_QUERY           404
+    ├── QueryFailedError           QUERY_FAILED            422
+    ├── PayloadTooLargeError       PAYLOAD_TOO_LARGE       413
+    ├── ResourceExhaustedError     RESOURCE_EXHAUSTED      429
+    ├── WaitTimeoutError           WAIT_TIMEOUT            408
+    ├── ForbiddenError             FORBIDDEN               403
+    ├── UnauthenticatedError       UNAUTHENTICATED         401
+    ├── StorageError               STORAGE_ERROR           503
+    └── InternalError              INTERNAL                500
+
+Messages follow ../shared/spec: the text the spec quotes is fixed, what follows a ``…`` is free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class OrbitError(Exception):
+    """Base of every error Orbit reports to a caller: ``code``, ``status`` and ``message``."""
+
+    code = "INTERNAL"
+    status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_body(self) -> dict[str, dict[str, str]]:
+        """The HTTP error body: ``{"error": {"code", "message"}}``."""
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a definition: where (file, line, column, field path) and why."""
+
+    path: str
+    reason: str
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = self.file + ":"
+        if self.line is not None:
+            where += f"{self.line}:{self.column or 1}:"
+        lead = f"{where} " if where else ""
+        return f"{lead}{self.path}: {self.reason}" if self.path else f"{lead}{self.reason}"
+
+
+class DefinitionError(OrbitError):
+    """A definition failed validation; ``problems`` lists every finding, each with its path."""
+
+    code = "INVALID_IR"
+    status = 400
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems) or "invalid definition")
+
+
+class ChildNotRegisteredError(DefinitionError):
+    """A workflow starts a child definition that the registry does not hold."""
+
+    code = "CHILD_NOT_REGISTERED"
+
+    def __init__(self, message: str) -> None:
+        super().__init__([Problem(path="", reason=message)])
+        self.message = message
+        self.args = (message,)
+
+
+class DefinitionConflictError(OrbitError):
+    """The same name@version is registered with another definition hash."""
+
+    code, status = "DEFINITION_CONFLICT", 409
+
+
+class WorkflowNotFoundError(OrbitError):
+    """No registered definition answers to the name (and version) asked for."""
+
+    code, status = "WORKFLOW_NOT_FOUND", 404
+
+
+class InvalidInputError(OrbitError):
+    """An execution's input does not match the workflow's input schema."""
+
+    code, status = "INVALID_INPUT", 400
+
+
+class InvalidExecutionIdError(OrbitError):
+    """An execution id is empty, too long, or uses characters outside ``A-Za-z0-9-_.:``."""
+
+    code, status = "INVALID_EXECUTION_ID", 400
+
+
+class InvalidRequestError(OrbitError):
+    """A request body or parameter is malformed; the message names the field."""
+
+    code, status = "INVALID_REQUEST", 400
+
+
+class ExecutionExistsError(OrbitError):
+    """An execution id is taken by an execution of another definition."""
+
+    code, status = "EXECUTION_EXISTS", 409
+
+
+class ExecutionNotFoundError(OrbitError):
+    """No execution has this id."""
+
+    code, status = "NOT_FOUND", 404
+
+    def __init__(self, message: str = "execution not found") -> None:
+        super().__init__(message)
+
+
+class RunNotFoundError(OrbitError):
+    """The execution has no run with the number asked for."""
+
+    code, status = "RUN_NOT_FOUND", 404
+
+
+class ExecutionFinishedError(OrbitError):
+    """The execution already ended, so it takes no signal or cancel."""
+
+    code, status = "EXECUTION_FINISHED", 409
+
+    def __init__(self, status_name: str) -> None:
+        super().__init__(f"execution is already {status_name}")
+
+
+class NotQuarantinedError(OrbitError):
+    """Only a quarantined execution can be resumed."""
+
+    code, status = "NOT_QUARANTINED", 409
+
+
+class UnknownSignalError(OrbitError):
+    """The workflow declares no signal of this name."""
+
+    code, status = "UNKNOWN_SIGNAL", 404
+
+
+class SignalPayloadInvalidError(OrbitError):
+    """A signal's payload does not match the signal's schema."""
+
+    code, status = "SIGNAL_PAYLOAD_INVALID", 422
+
+
+class UnknownQueryError(OrbitError):
+    """The workflow declares no query of this name."""
+
+    code, status = "UNKNOWN_QUERY", 404
+
+
+class QueryFailedError(OrbitError):
+    """A query's expression failed against the execution's state."""
+
+    code, status = "QUERY_FAILED", 422
+
+
+class PayloadTooLargeError(OrbitError):
+    """A payload is over the byte limit; nothing was recorded."""
+
+    code, status = "PAYLOAD_TOO_LARGE", 413
+
+
+class ResourceExhaustedError(OrbitError):
+    """A server-wide limit (active executions) refuses the request."""
+
+    code, status = "RESOURCE_EXHAUSTED", 429
+
+
+class WaitTimeoutError(OrbitError):
+    """A wait ended before the execution finished."""
+
+    code, status = "WAIT_TIMEOUT", 408
+
+
+class ForbiddenError(OrbitError):
+    """The caller is authenticated but may not do this (another worker's token)."""
+
+    code, status = "FORBIDDEN", 403
+
+
+class UnauthenticatedError(OrbitError):
+    """A token is missing or wrong."""
+
+    code, status = "UNAUTHENTICATED", 401
+
+
+class StorageError(OrbitError):
+    """The store could not commit or read; nothing of the failed commit is visible."""
+
+    code, status = "STORAGE_ERROR", 503
+
+
+class InternalError(OrbitError):
+    """A bug: logged with a traceback, never shown in detail to the caller."""
+
+    code, status = "INTERNAL", 500

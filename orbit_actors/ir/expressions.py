@@ -1,0 +1,255 @@
+"""CEL expressions and value templates, compiled once at deploy time.
+
+Evaluation is done by a maintained CEL implementation (the ``cel`` module of
+``common-expression-language``). This module adds what the language needs around it: the names an
+expression references (so unknown steps and variables are refused at deploy), bindings built from
+only those names (so evaluating ``${item.sku}`` costs the same in a 10-unit and a 10,000-unit
+execution), and the conversion of results to JSON values.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import cel
+
+_TEMPLATE = re.compile(r"\$\{\s*(.*?)\s*\}", re.DOTALL)
+_TOKEN = re.compile(
+    r"""(?P<str>[rR]?[bB]?[rR]?("""
+    r"'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"))"
+    r"|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[uU]?)"
+    r"|(?P<punct>\S)",
+    re.DOTALL,
+)
+_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+
+
+class ExpressionSyntaxError(ValueError):
+    """An expression does not compile; the message says where in the expression."""
+
+
+class EvaluationError(Exception):
+    """An expression failed at run time (missing field, type error, non-JSON result)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Expression:
+    """A compiled CEL expression and the names it reads.
+
+    ``variables`` are the top-level names (``input``, ``steps``, ``item`` …); ``step_refs`` the
+    step ids read as ``steps.<id>`` or ``steps["<id>"]``; ``reads_all_steps`` is true when
+    ``steps`` is used in a way that names no single step (``steps[x]``, ``size(steps)``)."""
+
+    source: str
+    program: cel.Program
+    variables: frozenset[str]
+    step_refs: frozenset[str]
+    reads_all_steps: bool
+
+    def evaluate(self, scope: Scope) -> Any:
+        """The expression's JSON value in ``scope``; raises :class:`EvaluationError`."""
+        try:
+            result = self.program.execute(scope.bindings(self))
+        except EvaluationError:
+            raise
+        except Exception as exc:  # the CEL library raises many builtin types
+            raise EvaluationError(_describe(exc)) from None
+        return to_json_value(result)
+
+
+def compile_expression(source: str) -> Expression:
+    """Compile ``source``; raises :class:`ExpressionSyntaxError` with the library's diagnosis."""
+    if not isinstance(source, str) or not source.strip():
+        raise ExpressionSyntaxError("an expression must be a non-empty string")
+    try:
+        program = cel.compile(source)
+    except Exception as exc:
+        raise ExpressionSyntaxError(_syntax_message(exc)) from None
+    bound, step_refs, all_steps = _scan(source)
+    variables = frozenset(program.variables()) - bound
+    return Expression(source, program, variables, frozenset(step_refs), all_steps)
+
+
+class Scope:
+    """The variables an expression may read, built lazily: only the names an expression
+    references are converted, and of ``steps`` only the entries it names."""
+
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        step_view: Callable[[str], dict[str, Any]] | None = None,
+        step_ids: Callable[[], list[str]] | None = None,
+    ) -> None:
+        self._values = values
+        self._step_view = step_view
+        self._step_ids = step_ids
+
+    def bindings(self, expression: Expression) -> dict[str, Any]:
+        """The CEL activation for ``expression``."""
+        out: dict[str, Any] = {}
+        for name in expression.variables:
+            if name == "steps" and self._step_view is not None:
+                out[name] = self._steps_for(expression)
+            elif name in self._values:
+                out[name] = self._values[name]
+        return out
+
+    def _steps_for(self, expression: Expression) -> dict[str, Any]:
+        assert self._step_view is not None
+        if expression.reads_all_steps and self._step_ids is not None:
+            names = self._step_ids()
+        else:
+            names = list(expression.step_refs)
+        return {name: self._step_view(name) for name in names}
+
+
+@dataclass(frozen=True, eq=False)
+class Template:
+    """A value template: literal JSON in which a string of the exact form ``${expr}`` stands for
+    the expression's typed value, at any depth. ``expressions`` lists them with their paths."""
+
+    raw: Any
+    compiled: Any
+    expressions: tuple[tuple[str, Expression], ...]
+
+    def render(self, scope: Scope) -> Any:
+        """The template's value in ``scope``; raises :class:`EvaluationError` naming the path."""
+        if not self.expressions:
+            return self.raw
+        return _render(self.compiled, scope)
+
+
+class TemplateError(ValueError):
+    """An expression inside a template does not compile; ``path`` is relative to the template."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}" if path else reason)
+        self.path = path
+        self.reason = reason
+
+
+def compile_template(value: Any) -> Template:
+    """Compile every ``${…}`` inside ``value``; raises :class:`TemplateError` with its path."""
+    found: list[tuple[str, Expression]] = []
+    compiled = _compile_node(value, "", found)
+    return Template(value, compiled, tuple(found))
+
+
+@dataclass(frozen=True, eq=False)
+class _Hole:
+    path: str
+    expression: Expression
+
+
+def _compile_node(value: Any, path: str, found: list[tuple[str, Expression]]) -> Any:
+    if isinstance(value, str):
+        match = _TEMPLATE.fullmatch(value)
+        if match is None:
+            return value
+        try:
+            expression = compile_expression(match.group(1))
+        except ExpressionSyntaxError as exc:
+            raise TemplateError(path, str(exc)) from None
+        found.append((path, expression))
+        return _Hole(path, expression)
+    if isinstance(value, dict):
+        return {k: _compile_node(v, _child(path, k), found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compile_node(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value
+
+
+def _render(node: Any, scope: Scope) -> Any:
+    if isinstance(node, _Hole):
+        try:
+            return node.expression.evaluate(scope)
+        except EvaluationError as exc:
+            where = f"{node.path}: " if node.path else ""
+            raise EvaluationError(f"{where}{exc} (in ${{{node.expression.source}}})") from None
+    if isinstance(node, dict):
+        return {k: _render(v, scope) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_render(v, scope) for v in node]
+    return node
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def to_json_value(value: Any) -> Any:
+    """``value`` as JSON data; raises :class:`EvaluationError` for anything JSON cannot hold."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        raise EvaluationError(f"the result {value} is not a JSON number")
+    if isinstance(value, list | tuple):
+        return [to_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {_json_key(k): to_json_value(v) for k, v in value.items()}
+    raise EvaluationError(
+        f"the result is a {type(value).__name__}, which is not a JSON value; convert it "
+        "(for example with string(...))"
+    )
+
+
+def _json_key(key: object) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool | int | float):
+        return str(key).lower() if isinstance(key, bool) else str(key)
+    raise EvaluationError(f"a map key of type {type(key).__name__} is not a JSON key")
+
+
+def _scan(source: str) -> tuple[frozenset[str], set[str], bool]:
+    """Names bound by comprehension macros, step ids read, and whether ``steps`` is read whole."""
+    tokens = [(m.lastgroup, m.group()) for m in _TOKEN.finditer(source)]
+    bound: set[str] = set()
+    steps: set[str] = set()
+    all_steps = False
+    for i, (kind, text) in enumerate(tokens):
+        before = tokens[i - 1][1] if i else ""
+        after = tokens[i + 1 : i + 4]
+        if kind == "ident" and text in _MACROS and before == "." and _is_macro(after):
+            bound.add(after[1][1])
+        elif kind == "ident" and text == "steps" and before != ".":
+            step = _step_name(after)
+            if step is None:
+                all_steps = True
+            else:
+                steps.add(step)
+    return frozenset(bound), steps, all_steps
+
+
+def _is_macro(after: list[tuple[str | None, str]]) -> bool:
+    return len(after) == 3 and after[0][1] == "(" and after[1][0] == "ident" and after[2][1] == ","
+
+
+def _step_name(after: list[tuple[str | None, str]]) -> str | None:
+    if len(after) >= 2 and after[0][1] == "." and after[1][0] == "ident":
+        return after[1][1]
+    if len(after) >= 3 and after[0][1] == "[" and after[1][0] == "str" and after[2][1] == "]":
+        literal = after[1][1]
+        if literal[:1] in "'\"" and literal[-1:] == literal[:1] and "\\" not in literal:
+            return literal[1:-1]
+    return None
+
+
+def _syntax_message(exc: Exception) -> str:
+    text = str(exc)
+    text = text.replace("Failed to parse expression", "does not compile:")
+    return " ".join(text.split())
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"no such key: {exc.args[0] if exc.args else exc}"
+    message = str(exc).split(". Check that")[0]
+    return message or type(exc).__name__

@@ -1,0 +1,104 @@
+"""The compiled form of a definition that the decider reads: every expression and template
+compiled, dependencies resolved both ways, retry policies merged. Built by :mod:`.compile`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .expressions import Expression, Template
+from .models import ChildContract, Definition, RetryPolicy, Schema, Step, TaskContract
+
+Role = Literal["main", "handler"]
+
+
+@dataclass(frozen=True, eq=False)
+class CompensationPlan:
+    """What undoes one step: a task or http call with its template and merged retry policy."""
+
+    kind: Literal["task", "http"]
+    task: str | None
+    input: Template | None
+    http: Template | None
+    retry: RetryPolicy
+    timeout_ms: int | None
+    language: str | None
+
+
+@dataclass(eq=False)
+class StepPlan:
+    """One step (main or handler) ready for the decider."""
+
+    step: Step
+    role: Role
+    handler_list: str | None
+    after: tuple[str, ...]
+    dependents: list[str] = field(default_factory=list)
+    when: Expression | None = None
+    for_each: Expression | None = None
+    until: Expression | None = None
+    input: Template | None = None
+    value: Template | None = None
+    http: Template | None = None
+    compensate: CompensationPlan | None = None
+    retry: RetryPolicy | None = None
+
+    @property
+    def id(self) -> str:
+        """The step id."""
+        return self.step.id
+
+    @property
+    def kind(self) -> str:
+        """The step's kind (``until`` reads as ``sleep``)."""
+        return self.step.kind
+
+    @property
+    def unit_prefix(self) -> str:
+        """The prefix of this step's unit keys: ``handler:`` for handler steps."""
+        return "handler:" if self.role == "handler" else ""
+
+
+@dataclass(eq=False)
+class CompiledDefinition:
+    """A validated, normalised definition with its hash and compiled expressions."""
+
+    ir: Definition
+    definition_hash: str
+    plans: dict[str, StepPlan]
+    main: list[str]
+    handlers: dict[str, list[str]]
+    queries: dict[str, Expression]
+    output: Template
+
+    @property
+    def name(self) -> str:
+        """The workflow name."""
+        return self.ir.workflow
+
+    @property
+    def version(self) -> str:
+        """The workflow version."""
+        return self.ir.version
+
+    @property
+    def input_schema(self) -> Schema | None:
+        """The schema of the execution input (None: any object)."""
+        return self.ir.input
+
+    def task(self, name: str) -> TaskContract:
+        """The declared contract of task ``name``."""
+        return self.ir.tasks[name]
+
+    def child(self, name: str) -> ChildContract:
+        """The declared (pinned) child workflow ``name``."""
+        return self.ir.workflows[name]
+
+    def signal_schema(self, name: str) -> Schema | None:
+        """The payload schema of signal ``name`` (which must be declared)."""
+        return self.ir.signals[name]
+
+    @property
+    def timeout_ms(self) -> int | None:
+        """The run timeout."""
+        return self.ir.timeout
