@@ -17,7 +17,7 @@ from .expressions import (
     compile_expression,
     compile_template,
 )
-from .loader import Locator, Path
+from .loader import Locator, Path, format_path
 from .models import (
     DEFAULT_RETRY,
     NAME,
@@ -76,7 +76,17 @@ def compile_definition(
         handlers={name: [s.id for s in lst] for name, lst in definition.handler_lists().items()},
         queries=checker.queries,
         output=checker.output,
+        awaits=_awaits(plans),
     )
+
+
+def _awaits(plans: dict[str, StepPlan]) -> dict[str, list[str]]:
+    """Unit keys of the ``await`` steps, by signal name."""
+    out: dict[str, list[str]] = {}
+    for plan in plans.values():
+        if plan.step.await_ is not None:
+            out.setdefault(plan.step.await_, []).append(plan.key)
+    return out
 
 
 class _Checker:
@@ -159,7 +169,7 @@ class _Checker:
         role = "handler" if handler_list else "main"
         variables = BASE_VARIABLES | ({"error"} if handler_list else set())
         sibling_ids = {s.id for s in siblings}
-        plan = StepPlan(step=step, role=role, handler_list=handler_list, after=())
+        plan = StepPlan(step=step, role=role, handler_list=handler_list, after=(), path=format_path(path))
         refs: list[str] = []
         plan.when = self._expr(step.when, (*path, "when"), variables, refs)
         plan.for_each = self._expr(step.for_, (*path, "for"), variables, refs)

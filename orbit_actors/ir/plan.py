@@ -33,6 +33,7 @@ class StepPlan:
     role: Role
     handler_list: str | None
     after: tuple[str, ...]
+    path: str = ""
     dependents: list[str] = field(default_factory=list)
     when: Expression | None = None
     for_each: Expression | None = None
@@ -54,6 +55,18 @@ class StepPlan:
         return self.step.kind
 
     @property
+    def key(self) -> str:
+        """The unit key of this step (of its elements, without the index)."""
+        return self.unit_prefix + self.step.id
+
+    @property
+    def timeout_ms(self) -> int | None:
+        """The per-attempt deadline of this step's units, if any."""
+        if self.step.http is not None:
+            return self.step.http.timeout
+        return self.step.timeout if self.kind == "task" else None
+
+    @property
     def unit_prefix(self) -> str:
         """The prefix of this step's unit keys: ``handler:`` for handler steps."""
         return "handler:" if self.role == "handler" else ""
@@ -70,6 +83,7 @@ class CompiledDefinition:
     handlers: dict[str, list[str]]
     queries: dict[str, Expression]
     output: Template
+    awaits: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

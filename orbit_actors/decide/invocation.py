@@ -1,0 +1,122 @@
+"""What a scheduled unit invokes: a worker task, the built-in http request, or a child workflow
+— everything an actor needs to carry it out, derived from the state and the definition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..history.state import ExecutionState, Unit, UnitKey
+from ..ir.plan import CompiledDefinition, StepPlan
+from ..ir.schema import Schema
+
+HTTP_TASK = "orbit.http.request"
+CHILD_PREFIX = "workflow:"
+
+
+@dataclass(frozen=True)
+class TaskInvocation:
+    """A task for a worker that announced ``task_name@contract_version``."""
+
+    key: str
+    task_name: str
+    contract_version: str
+    language: str | None
+    input: Any
+    idempotency_key: str
+    attempt: int
+    redelivery: bool
+    timeout_ms: int | None
+
+
+@dataclass(frozen=True)
+class HttpInvocation:
+    """A request for the server's built-in http runner."""
+
+    key: str
+    request: dict[str, Any]
+    idempotency_key: str
+    attempt: int
+    timeout_ms: int | None
+
+
+@dataclass(frozen=True)
+class ChildInvocation:
+    """A child execution to start (idempotently) and wait for."""
+
+    key: str
+    workflow: str
+    version: str
+    definition_hash: str | None
+    execution_id: str
+    input: Any
+
+
+Invocation = TaskInvocation | HttpInvocation | ChildInvocation
+
+
+def invocation(state: ExecutionState, definition: CompiledDefinition, key: str) -> Invocation | None:
+    """What unit ``key`` invokes, or None for units no one runs (await, sleep, value)."""
+    unit = state.units.get(key)
+    if unit is None:
+        return None
+    plan = definition.plans[unit.step_id]
+    kind, task = _kind_and_task(plan, unit)
+    if kind == "task":
+        assert task is not None
+        contract = definition.task(task)
+        return TaskInvocation(
+            key, task, contract.version, _language(plan, unit) or contract.language, unit.input,
+            unit.idempotency_key, unit.attempt, unit.redelivery, unit_timeout_ms(definition, unit),
+        )  # fmt: skip
+    if kind == "http":
+        request = unit.input if isinstance(unit.input, dict) else {}
+        return HttpInvocation(key, request, unit.idempotency_key, unit.attempt, unit_timeout_ms(definition, unit))
+    if kind == "workflow":
+        name = plan.step.workflow or ""
+        child = definition.child(name)
+        child_id = child_execution_id(state.execution_id, state.run, key)
+        return ChildInvocation(key, name, child.version, child.definition_hash, child_id, unit.input)
+    return None
+
+
+def _kind_and_task(plan: StepPlan, unit: Unit) -> tuple[str, str | None]:
+    if unit.role == "compensate":
+        assert plan.compensate is not None
+        return plan.compensate.kind, plan.compensate.task
+    return plan.kind, plan.step.task
+
+
+def _language(plan: StepPlan, unit: Unit) -> str | None:
+    if unit.role == "compensate":
+        return plan.compensate.language if plan.compensate else None
+    return plan.step.language
+
+
+def unit_timeout_ms(definition: CompiledDefinition, unit: Unit) -> int | None:
+    """The per-attempt deadline of a unit's attempts, if its step (or compensation) sets one."""
+    plan = definition.plans[unit.step_id]
+    if unit.role == "compensate":
+        return plan.compensate.timeout_ms if plan.compensate else None
+    return plan.timeout_ms
+
+
+def output_schema(definition: CompiledDefinition, unit: Unit) -> tuple[str, Schema] | None:
+    """The task name and output contract a unit's results must meet, if any."""
+    plan = definition.plans[unit.step_id]
+    kind, task = _kind_and_task(plan, unit)
+    if kind != "task" or task is None:
+        return None
+    schema = definition.task(task).output
+    return None if schema is None else (task, schema)
+
+
+def child_execution_id(parent_id: str, run: int, unit_key: str) -> str:
+    """``<parent_id>.<unit key>`` with ``[i]`` as ``.i`` and ``handler:`` as ``handler.``; from
+    run 2 on, the parent part is ``<parent_id>.run<N>``."""
+    base = parent_id if run == 1 else f"{parent_id}.run{run}"
+    parsed = UnitKey.parse(unit_key)
+    part = f"handler.{parsed.step_id}" if parsed.role == "handler" else parsed.step_id
+    if parsed.index is not None:
+        part += f".{parsed.index}"
+    return f"{base}.{part}"

@@ -1,0 +1,201 @@
+"""Starting steps: DAG order, ``when``, every step kind, fan-out elements under ``concurrency``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..history import events as ev
+from ..ir.expressions import EvaluationError
+from ..ir.plan import StepPlan
+from ..ir.schema import SchemaViolation, validate
+from .context import Context, error
+
+
+def ready_steps(ctx: Context, step_ids: list[str]) -> list[StepPlan]:
+    """Steps of ``step_ids`` not yet started whose dependencies are all resolved."""
+    steps = ctx.state.steps
+    ready = []
+    for step_id in step_ids:
+        if step_id in steps:
+            continue
+        plan = ctx.definition.plans[step_id]
+        if all(dep in steps and steps[dep].resolved for dep in plan.after):
+            ready.append(plan)
+    return ready
+
+
+def start_ready(ctx: Context, step_ids: list[str]) -> None:
+    """Start every ready step; a ``continue_as_new`` that fires ends the run and alone fills the
+    batch."""
+    for plan in ready_steps(ctx, step_ids):
+        if plan.kind == "continue_as_new" and _continue_as_new(ctx, plan):
+            return
+        if plan.kind != "continue_as_new":
+            start_step(ctx, plan)
+
+
+def start_step(ctx: Context, plan: StepPlan) -> None:
+    """Skip, fail or start one step by its kind."""
+    if not _when_holds(ctx, plan):
+        return
+    if plan.for_each is not None:
+        _fan_out(ctx, plan)
+        return
+    _START[plan.kind](ctx, plan)
+
+
+def _when_holds(ctx: Context, plan: StepPlan) -> bool:
+    if plan.when is None:
+        return True
+    try:
+        value = plan.when.evaluate(ctx.scope(plan))
+    except EvaluationError as exc:
+        fail_step(ctx, plan.key, f"{plan.path}.when: {exc}")
+        return False
+    if not isinstance(value, bool):
+        fail_step(ctx, plan.key, f"{plan.path}.when: expected a boolean, got {value!r}")
+        return False
+    if not value:
+        ctx.add(ev.StepSkipped, step=plan.key)
+    return value
+
+
+def fail_step(ctx: Context, key: str, message: str, code: str = "EXPRESSION_ERROR") -> None:
+    """Fail a step (or unit) for good with a non-retryable error."""
+    ctx.add(ev.StepFailed, step=key, error=error(code, message))
+
+
+def _schedule(ctx: Context, key: str, unit_input: Any) -> None:
+    ctx.add(
+        ev.StepScheduled, step=key, attempt=1, input=unit_input,
+        idempotency_key=ctx.state.idempotency_key(key), redelivery=False,
+    )  # fmt: skip
+
+
+def unit_input(ctx: Context, plan: StepPlan, index: int | None) -> Any:
+    """The evaluated input of a task, workflow or http unit; raises EvaluationError."""
+    template = plan.http if plan.kind == "http" else plan.input
+    return template.render(ctx.scope(plan, index)) if template is not None else {}
+
+
+def _start_work(ctx: Context, plan: StepPlan) -> None:
+    try:
+        value = unit_input(ctx, plan, None)
+    except EvaluationError as exc:
+        fail_step(ctx, plan.key, f"{plan.path}.input: {exc}")
+        return
+    _schedule(ctx, plan.key, value)
+
+
+def _start_value(ctx: Context, plan: StepPlan) -> None:
+    assert plan.value is not None
+    try:
+        value = plan.value.render(ctx.scope(plan))
+    except EvaluationError as exc:
+        fail_step(ctx, plan.key, f"{plan.path}.value: {exc}")
+        return
+    _schedule(ctx, plan.key, None)
+    ctx.add(ev.StepSucceeded, step=plan.key, attempt=1, output=value)
+
+
+def _start_await(ctx: Context, plan: StepPlan) -> None:
+    _schedule(ctx, plan.key, None)
+    if plan.step.timeout is not None:
+        ctx.add(ev.TimerStarted, step=plan.key, fire_at_ms=ctx.now + plan.step.timeout)
+
+
+def _start_sleep(ctx: Context, plan: StepPlan) -> None:
+    if plan.until is None:
+        fire_at = ctx.now + (plan.step.sleep or 0)
+    else:
+        try:
+            raw = plan.until.evaluate(ctx.scope(plan))
+        except EvaluationError as exc:
+            fail_step(ctx, plan.key, f"{plan.path}.until: {exc}")
+            return
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            fail_step(ctx, plan.key, f"{plan.path}.until: expected epoch milliseconds, got {raw!r}")
+            return
+        fire_at = int(raw)
+    _schedule(ctx, plan.key, None)
+    ctx.add(ev.TimerStarted, step=plan.key, fire_at_ms=fire_at)
+
+
+def _fan_out(ctx: Context, plan: StepPlan) -> None:
+    assert plan.for_each is not None
+    try:
+        items = plan.for_each.evaluate(ctx.scope(plan))
+    except EvaluationError as exc:
+        fail_step(ctx, plan.key, f"{plan.path}.for: {exc}")
+        return
+    if not isinstance(items, list):
+        fail_step(ctx, plan.key, f"{plan.path}.for: expected a list, got {type(items).__name__}")
+        return
+    limits = ctx.state.limits
+    if limits is not None and len(items) > limits.max_fan_out:
+        message = f"fan-out of {len(items)} items is over the limit of {limits.max_fan_out} (max_fan_out)"
+        fail_step(ctx, plan.key, message, code="LIMIT_EXCEEDED")
+        return
+    ctx.add(ev.StepFanOut, step=plan.key, items=items)
+
+
+def schedule_elements(ctx: Context, step_id: str) -> None:
+    """Create the next elements of an open fan-out, as many as ``concurrency`` allows."""
+    plan = ctx.definition.plans[step_id]
+    record = ctx.state.steps[step_id]
+    assert record.items is not None
+    room = (plan.step.concurrency or len(record.items)) - len(record.active)
+    end = min(len(record.items), record.next_index + max(room, 0))
+    for index in range(record.next_index, end):
+        try:
+            value = unit_input(ctx, plan, index)
+        except EvaluationError as exc:
+            for key in record.active:
+                ctx.add(ev.StepCancelled, step=key, reason="another element of the fan-out failed")
+            fail_step(ctx, plan.key, f"{plan.path}.input (element {index}): {exc}")
+            return
+        _schedule(ctx, f"{plan.key}[{index}]", value)
+
+
+def settle_failing_fan_out(ctx: Context, step_id: str) -> None:
+    """An element failed for good: cancel the others and fail the step with its error."""
+    record = ctx.state.steps[step_id]
+    for key in record.active:
+        ctx.add(ev.StepCancelled, step=key, reason="another element of the fan-out failed")
+    failed = ctx.state.units[record.failed_element or ""]
+    plan = ctx.definition.plans[step_id]
+    ctx.add(ev.StepFailed, step=plan.key, error=failed.error or error("FAILED", "an element failed"))
+
+
+def _continue_as_new(ctx: Context, plan: StepPlan) -> bool:
+    if not _when_holds(ctx, plan):
+        return False
+    assert plan.value is not None
+    try:
+        value = plan.value.render(ctx.scope(plan))
+        value = validate(ctx.definition.input_schema, {} if value is None else value, strict=True)
+        if not isinstance(value, dict):
+            raise SchemaViolation("$", f"expected object, got {type(value).__name__}")
+    except EvaluationError as exc:
+        fail_step(ctx, plan.key, f"{plan.path}.continue_as_new: {exc}")
+        return False
+    except SchemaViolation as exc:
+        fail_step(ctx, plan.key, f"the next run's input is invalid at {exc}", code="INVALID_INPUT")
+        return False
+    del ctx.events[:]  # the run ends here: steps started beside it in this batch never run
+    _schedule(ctx, plan.key, None)
+    ctx.add(ev.StepSucceeded, step=plan.key, attempt=1, output=value)
+    for key in ctx.state.inflight:
+        ctx.add(ev.StepCancelled, step=key, reason="run continued as new")
+    ctx.add(ev.WorkflowContinuedAsNew, next_run=ctx.state.run + 1, input=value)
+    return True
+
+
+_START = {
+    "task": _start_work,
+    "workflow": _start_work,
+    "http": _start_work,
+    "value": _start_value,
+    "await": _start_await,
+    "sleep": _start_sleep,
+}

@@ -1,0 +1,275 @@
+"""``ExecutionState``: what one run of an execution is, as a fold of its history.
+
+The state holds facts only and knows nothing of the definition; the decider reads it together with
+the definition. Besides the units and steps it keeps small indexes (units needing a decision, open
+fan-outs, armed timers) that :mod:`.apply` maintains event by event, so deciding costs the same
+whether the history is 100 or 100,000 events long.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .events import EffectiveLimits, ErrorInfo, ParentRef
+
+Role = Literal["main", "compensate", "handler"]
+UnitStatus = Literal[
+    "scheduled", "dispatched", "succeeded", "attempt_failed", "retry_wait", "failed",
+    "uncertain", "skipped", "cancelled", "waiting",
+]  # fmt: skip
+StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
+RunStatus = Literal["running", "completed", "failed", "cancelled", "timed_out", "continued_as_new"]
+AbortKind = Literal["failure", "cancel", "timeout", "limit"]
+
+RESOLVED_UNIT: frozenset[str] = frozenset({"succeeded", "failed", "skipped", "cancelled"})
+RESOLVED_STEP: frozenset[str] = frozenset({"succeeded", "failed", "skipped", "cancelled"})
+
+
+@dataclass(frozen=True)
+class UnitKey:
+    """A parsed unit key: ``pick[3]``, ``compensate:charge``, ``handler:alert``."""
+
+    key: str
+    role: Role
+    step_id: str
+    index: int | None
+    target: str | None
+
+    @staticmethod
+    def parse(key: str) -> UnitKey:
+        """Parse ``key``; the target of ``compensate:X`` is the unit ``X``."""
+        role: Role = "main"
+        target = None
+        body = key
+        if key.startswith("compensate:"):
+            role, target, body = "compensate", key[len("compensate:") :], key[len("compensate:") :]
+        elif key.startswith("handler:"):
+            role, body = "handler", key[len("handler:") :]
+        index = None
+        if body.endswith("]") and "[" in body:
+            body, _, raw = body[:-1].partition("[")
+            index = int(raw)
+        return UnitKey(key, role, body, index, target)
+
+
+@dataclass(slots=True, eq=False)
+class Unit:
+    """One unit of work: an attempt number, its tokens, where it is, and how it ended."""
+
+    key: str
+    role: Role
+    step_id: str
+    index: int | None
+    target: str | None
+    scheduled_seq: int
+    status: UnitStatus = "scheduled"
+    attempt: int = 0
+    input: Any = None
+    idempotency_key: str = ""
+    redelivery: bool = False
+    scheduled_at_ms: int = 0
+    tokens: dict[str, int] = field(default_factory=dict)
+    current_token: str | None = None
+    session: str | None = None
+    worker_id: str | None = None
+    dispatched_at_ms: int | None = None
+    deadline_ms: int | None = None
+    next_attempt: int | None = None
+    retry_at_ms: int | None = None
+    fire_at_ms: int | None = None
+    output: Any = None
+    error: ErrorInfo | None = None
+
+    @property
+    def resolved(self) -> bool:
+        """True once the unit succeeded, failed, was skipped or cancelled."""
+        return self.status in RESOLVED_UNIT
+
+
+@dataclass(slots=True, eq=False)
+class StepRecord:
+    """A step's aggregate over its units (one, or one per fan-out element)."""
+
+    id: str
+    role: Role
+    status: StepStatus = "running"
+    attempts: int = 0
+    output: Any = None
+    error: ErrorInfo | None = None
+    items: list[Any] | None = None
+    outputs: list[Any] | None = None
+    next_index: int = 0
+    succeeded: int = 0
+    active: dict[str, None] = field(default_factory=dict)
+    failed_element: str | None = None
+
+    @property
+    def resolved(self) -> bool:
+        """True once the step succeeded, failed, was skipped or cancelled."""
+        return self.status in RESOLVED_STEP
+
+    def view(self) -> dict[str, Any]:
+        """``{status, output, error, attempts}`` as expressions read it."""
+        return {
+            "status": self.status,
+            "output": self.output if self.status == "succeeded" else None,
+            "error": self.error.public() if self.error else None,
+            "attempts": self.attempts,
+        }
+
+
+PENDING_VIEW: dict[str, Any] = {"status": "pending", "output": None, "error": None, "attempts": 0}
+
+
+@dataclass(slots=True, eq=False)
+class SignalRecord:
+    """A received signal and, once taken, the unit that took it."""
+
+    seq: int
+    name: str
+    payload: Any
+    delivered_to: str | None = None
+
+
+@dataclass(frozen=True)
+class AbortMark:
+    """Why a run aborts, when that is not a step failure: cancel, timeout or a limit."""
+
+    seq: int
+    kind: AbortKind
+    reason: str
+
+
+TimerKind = Literal["retry", "deadline", "timer"]
+
+
+@dataclass(order=True, frozen=True)
+class TimerEntry:
+    """An armed wake-up; ``ref`` tells whether it still applies (attempt number or token)."""
+
+    due_ms: int
+    order: int
+    key: str = field(compare=False)
+    kind: TimerKind = field(compare=False)
+    ref: str | int | None = field(compare=False, default=None)
+
+
+@dataclass(slots=True, eq=False)
+class ExecutionState:
+    """One run of an execution as its history made it. Build it with :func:`replay` or by
+    applying events one by one with :func:`apply`."""
+
+    execution_id: str = ""
+    workflow: str = ""
+    version: str = ""
+    definition_hash: str = ""
+    input: Any = None
+    limits: EffectiveLimits | None = None
+    parent: ParentRef | None = None
+    schedule_id: str | None = None
+    run: int = 1
+    created: bool = False
+    started: bool = False
+    started_at_ms: int | None = None
+    closed_at_ms: int | None = None
+    status: RunStatus = "running"
+    last_seq: int = 0
+    output: Any = None
+    error: ErrorInfo | None = None
+    cancel_reason: str | None = None
+    next_input: Any = None
+    units: dict[str, Unit] = field(default_factory=dict)
+    steps: dict[str, StepRecord] = field(default_factory=dict)
+    tokens: dict[str, str] = field(default_factory=dict)
+    token_workers: dict[str, str] = field(default_factory=dict)
+    signals: dict[int, SignalRecord] = field(default_factory=dict)
+    undelivered: dict[str, deque[int]] = field(default_factory=dict)
+    attention: dict[str, None] = field(default_factory=dict)
+    open_fanouts: dict[str, None] = field(default_factory=dict)
+    failing_fanouts: dict[str, None] = field(default_factory=dict)
+    inflight: dict[str, None] = field(default_factory=dict)
+    cleanup_inflight: dict[str, None] = field(default_factory=dict)
+    resolved_main: set[str] = field(default_factory=set)
+    succeeded_order: list[str] = field(default_factory=list)
+    succeeded_position: dict[str, int] = field(default_factory=dict)
+    failed_steps: list[tuple[int, str]] = field(default_factory=list)
+    abort_mark: AbortMark | None = None
+    compensation_position: int | None = None
+    last_compensation: str | None = None
+    compensations_started: int = 0
+    compensation_failed: bool = False
+    timers: list[TimerEntry] = field(default_factory=list)
+    timer_order: int = 0
+
+    @property
+    def finished(self) -> bool:
+        """True once the run has its terminal event."""
+        return self.status != "running"
+
+    @property
+    def event_count(self) -> int:
+        """Events in this run so far (seq has no gaps)."""
+        return self.last_seq
+
+    def step_view(self, step_id: str) -> dict[str, Any]:
+        """``steps.<id>`` as expressions read it (``pending`` before the step starts)."""
+        record = self.steps.get(step_id)
+        return record.view() if record else dict(PENDING_VIEW)
+
+    def execution_view(self) -> dict[str, Any]:
+        """``execution`` as expressions read it."""
+        return {
+            "id": self.execution_id,
+            "workflow": self.workflow,
+            "version": self.version,
+            "run": self.run,
+            "parent_id": self.parent.execution_id if self.parent else None,
+            "schedule_id": self.schedule_id,
+            "started_at_ms": self.started_at_ms,
+        }
+
+    def idempotency_key(self, unit_key: str) -> str:
+        """``<execution_id>/<run>/<unit key>``: the same for every attempt of a unit."""
+        return f"{self.execution_id}/{self.run}/{unit_key}"
+
+    def timer_applies(self, entry: TimerEntry) -> bool:
+        """True while the state the timer was armed for still holds."""
+        unit = self.units.get(entry.key)
+        if unit is None:
+            return False
+        if entry.kind == "retry":
+            return unit.status == "retry_wait" and unit.next_attempt == entry.ref
+        if entry.kind == "deadline":
+            return unit.status == "dispatched" and unit.current_token == entry.ref
+        return unit.status == "waiting" and unit.fire_at_ms == entry.due_ms
+
+    def arm(self, due_ms: int, key: str, kind: TimerKind, ref: str | int | None = None) -> None:
+        """Arm a wake-up (used by apply)."""
+        self.timer_order += 1
+        heapq.heappush(self.timers, TimerEntry(due_ms, self.timer_order, key, kind, ref))
+
+    def drop_spent_timers(self) -> None:
+        """Pop timers that no longer apply off the top, so the top is the next real wake-up."""
+        while self.timers and not self.timer_applies(self.timers[0]):
+            heapq.heappop(self.timers)
+
+    def due_timers(self, now_ms: int) -> list[TimerEntry]:
+        """Armed timers due at ``now_ms`` that still apply, earliest first (no mutation)."""
+        found: list[TimerEntry] = []
+        stack = [0]
+        heap = self.timers
+        while stack:
+            i = stack.pop()
+            if i < len(heap) and heap[i].due_ms <= now_ms:
+                if self.timer_applies(heap[i]):
+                    found.append(heap[i])
+                stack.extend((2 * i + 1, 2 * i + 2))
+        found.sort()
+        return found
+
+    def next_timer_ms(self) -> int | None:
+        """When the earliest armed timer is due, if any."""
+        return self.timers[0].due_ms if self.timers else None
