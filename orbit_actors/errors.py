@@ -4,7 +4,7 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
 ::
 
     OrbitError
-    ├── DefinitionError            INVALID_IR              400  a definition failed validation (has .problems)
+    ├── DefinitionError            INVALID_IR              400  (``problems`` says where and why)
     │   └── ChildNotRegisteredError CHILD_NOT_REGISTERED   400
     ├── DefinitionConflictError    DEFINITION_CONFLICT     409
     ├── WorkflowNotFoundError      WORKFLOW_NOT_FOUND      404

@@ -80,5 +80,9 @@ def _finish(ctx: Context) -> None:
     elif abort.kind == "timeout":
         ctx.add(ev.WorkflowTimedOut)
     else:
-        outcome = "none" if state.compensations_started == 0 else ("failed" if state.compensation_failed else "completed")
+        outcome = (
+            "none"
+            if state.compensations_started == 0
+            else ("failed" if state.compensation_failed else "completed")
+        )
         ctx.add(ev.WorkflowFailed, error=abort.error, compensation=outcome)

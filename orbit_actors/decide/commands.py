@@ -40,10 +40,12 @@ class ServerLimits:
 def effective_limits(server: ServerLimits, definition: CompiledDefinition) -> ev.EffectiveLimits:
     """The stricter of the server's and the workflow's limits, fixed at start."""
     own = definition.ir.limits
+
     def pick(name: str) -> int:
         mine = getattr(own, name) if own is not None else None
         theirs: int = getattr(server, name)
         return theirs if mine is None else min(mine, theirs)
+
     return ev.EffectiveLimits(
         max_fan_out=pick("max_fan_out"),
         max_history_events=pick("max_history_events"),
@@ -78,7 +80,8 @@ def start_run(
     size = payload_bytes(value)
     if size > limits.max_payload_bytes:
         raise PayloadTooLargeError(
-            f"execution input is {size} bytes; the limit is {limits.max_payload_bytes} (max_payload_bytes)"
+            f"execution input is {size} bytes; the limit is {limits.max_payload_bytes} "
+            "(max_payload_bytes)"
         )
     value = validated_input(definition.input_schema, value, strict=parent is None)
     created = ev.WorkflowCreated(
@@ -113,7 +116,11 @@ def next_run_events(state: ExecutionState, now: int) -> list[ev.Event]:
     waiting = sorted(seq for queue in state.undelivered.values() for seq in queue)
     for seq in waiting:
         signal = state.signals[seq]
-        out.append(ev.SignalReceived(seq=len(out) + 1, timestamp_ms=now, name=signal.name, payload=signal.payload))
+        out.append(
+            ev.SignalReceived(
+                seq=len(out) + 1, timestamp_ms=now, name=signal.name, payload=signal.payload
+            )
+        )
     return out
 
 
@@ -122,7 +129,9 @@ def _refuse_if_finished(state: ExecutionState) -> None:
         raise ExecutionFinishedError(state.status)
 
 
-def receive_signal(state: ExecutionState, definition: CompiledDefinition, name: str, payload: Any, now: int) -> list[ev.Event]:
+def receive_signal(
+    state: ExecutionState, definition: CompiledDefinition, name: str, payload: Any, now: int
+) -> list[ev.Event]:
     """``SignalReceived``, after the checks in the spec's order: finished (409), unknown signal
     (404), too large (413), invalid payload (422)."""
     _refuse_if_finished(state)
@@ -136,11 +145,15 @@ def receive_signal(state: ExecutionState, definition: CompiledDefinition, name: 
     try:
         value = validate(declared[name], payload, strict=False)
     except SchemaViolation as exc:
-        raise SignalPayloadInvalidError(f"signal `{name}` payload is invalid at {exc.path}: {exc.reason}") from None
+        raise SignalPayloadInvalidError(
+            f"signal `{name}` payload is invalid at {exc.path}: {exc.reason}"
+        ) from None
     return [ev.SignalReceived(seq=state.last_seq + 1, timestamp_ms=now, name=name, payload=value)]
 
 
-def request_cancel(state: ExecutionState, definition: CompiledDefinition, reason: str, now: int) -> list[ev.Event]:
+def request_cancel(
+    state: ExecutionState, definition: CompiledDefinition, reason: str, now: int
+) -> list[ev.Event]:
     """``CancelRequested``, or nothing when the run already aborts; raises when finished."""
     _refuse_if_finished(state)
     if state.finished or abort_cause(state, definition) is not None:
@@ -202,15 +215,31 @@ def report_result(
     attempt = unit.tokens[token]
     seq, at = state.last_seq + 1, now
     if unit.resolved:
-        return [ev.StaleResultIgnored(seq=seq, timestamp_ms=at, step=key, token=token, outcome="duplicate")], Ack(token, False, DUPLICATE)
+        return [
+            ev.StaleResultIgnored(
+                seq=seq, timestamp_ms=at, step=key, token=token, outcome="duplicate"
+            )
+        ], Ack(token, False, DUPLICATE)
     if failure is not None:
         if token != unit.current_token:
-            return [ev.StaleResultIgnored(seq=seq, timestamp_ms=at, step=key, token=token, outcome="failure")], Ack(token, False, STALE)
-        return [ev.StepAttemptFailed(seq=seq, timestamp_ms=at, step=key, attempt=attempt, error=failure)], Ack(token, True)
+            return [
+                ev.StaleResultIgnored(
+                    seq=seq, timestamp_ms=at, step=key, token=token, outcome="failure"
+                )
+            ], Ack(token, False, STALE)
+        return [
+            ev.StepAttemptFailed(seq=seq, timestamp_ms=at, step=key, attempt=attempt, error=failure)
+        ], Ack(token, True)
     violation = _contract_violation(definition, unit, output)
     if isinstance(violation, ev.ErrorInfo):
-        return [ev.StepAttemptFailed(seq=seq, timestamp_ms=at, step=key, attempt=attempt, error=violation)], Ack(token, False, CONTRACT)
-    return [ev.StepSucceeded(seq=seq, timestamp_ms=at, step=key, attempt=attempt, output=violation)], Ack(token, True)
+        return [
+            ev.StepAttemptFailed(
+                seq=seq, timestamp_ms=at, step=key, attempt=attempt, error=violation
+            )
+        ], Ack(token, False, CONTRACT)
+    return [
+        ev.StepSucceeded(seq=seq, timestamp_ms=at, step=key, attempt=attempt, output=violation)
+    ], Ack(token, True)
 
 
 def _contract_violation(definition: CompiledDefinition, unit: Unit, output: Any) -> Any:
@@ -222,7 +251,10 @@ def _contract_violation(definition: CompiledDefinition, unit: Unit, output: Any)
     try:
         return validate(schema, output, strict=False)
     except SchemaViolation as exc:
-        message = f"worker output for `{task_name}` does not match its contract at {exc.path}: {exc.reason}"
+        message = (
+            f"worker output for `{task_name}` does not match its contract at "
+            f"{exc.path}: {exc.reason}"
+        )
         return error("OUTPUT_CONTRACT_VIOLATION", message)
 
 
@@ -234,7 +266,11 @@ def attempt_uncertain(state: ExecutionState, token: str, reason: str, now: int) 
     unit = state.units[key]
     if unit.status != "dispatched" or unit.current_token != token:
         return []
-    return [ev.StepAttemptUncertain(seq=state.last_seq + 1, timestamp_ms=now, step=key, attempt=unit.attempt, reason=reason)]
+    return [
+        ev.StepAttemptUncertain(
+            seq=state.last_seq + 1, timestamp_ms=now, step=key, attempt=unit.attempt, reason=reason
+        )
+    ]
 
 
 ChildStatus = str
@@ -251,17 +287,29 @@ def child_finished(
         return []
     seq = state.last_seq + 1
     if status == "completed":
-        return [ev.StepSucceeded(seq=seq, timestamp_ms=now, step=key, attempt=unit.attempt, output=output)]
+        return [
+            ev.StepSucceeded(
+                seq=seq, timestamp_ms=now, step=key, attempt=unit.attempt, output=output
+            )
+        ]
     details = {"child_execution_id": child_id}
     if status == "failed":
         code = failure.code if failure else "CHILD_FAILED"
         reason = failure.message if failure else "failed"
         problem = error(code, f"child workflow `{workflow}` failed: {reason}", details=details)
     elif status == "cancelled":
-        problem = error("CHILD_CANCELLED", f"child workflow `{workflow}` was cancelled", details=details)
+        problem = error(
+            "CHILD_CANCELLED", f"child workflow `{workflow}` was cancelled", details=details
+        )
     else:
-        problem = error("CHILD_TIMED_OUT", f"child workflow `{workflow}` timed out", details=details)
-    return [ev.StepAttemptFailed(seq=seq, timestamp_ms=now, step=key, attempt=unit.attempt, error=problem)]
+        problem = error(
+            "CHILD_TIMED_OUT", f"child workflow `{workflow}` timed out", details=details
+        )
+    return [
+        ev.StepAttemptFailed(
+            seq=seq, timestamp_ms=now, step=key, attempt=unit.attempt, error=problem
+        )
+    ]
 
 
 def child_start_failed(state: ExecutionState, key: str, message: str, now: int) -> list[ev.Event]:
@@ -270,7 +318,11 @@ def child_start_failed(state: ExecutionState, key: str, message: str, now: int) 
     if state.finished or unit is None or unit.resolved:
         return []
     failure = error("CHILD_START_FAILED", message)
-    return [ev.StepAttemptFailed(seq=state.last_seq + 1, timestamp_ms=now, step=key, attempt=unit.attempt, error=failure)]
+    return [
+        ev.StepAttemptFailed(
+            seq=state.last_seq + 1, timestamp_ms=now, step=key, attempt=unit.attempt, error=failure
+        )
+    ]
 
 
 def _check_size(state: ExecutionState, value: Any, what: str) -> None:
@@ -279,4 +331,6 @@ def _check_size(state: ExecutionState, value: Any, what: str) -> None:
         return
     size = payload_bytes(value)
     if size > limit:
-        raise PayloadTooLargeError(f"{what} is {size} bytes; the limit is {limit} (max_payload_bytes)")
+        raise PayloadTooLargeError(
+            f"{what} is {size} bytes; the limit is {limit} (max_payload_bytes)"
+        )

@@ -14,7 +14,9 @@ from ..ir.expressions import Scope
 from ..ir.plan import CompiledDefinition, StepPlan
 
 
-def error(code: str, message: str, *, retryable: bool = False, details: dict[str, Any] | None = None) -> ev.ErrorInfo:
+def error(
+    code: str, message: str, *, retryable: bool = False, details: dict[str, Any] | None = None
+) -> ev.ErrorInfo:
     """An :class:`ErrorInfo` (non-retryable unless said)."""
     return ev.ErrorInfo(code=code, message=message, retryable=retryable, details=details)
 
@@ -31,7 +33,9 @@ class Abort:
     @property
     def handler_list(self) -> str:
         """The handler list that runs for this abort."""
-        return {"failure": "on_failure", "limit": "on_failure", "cancel": "on_cancel"}.get(self.kind, "on_timeout")
+        return {"failure": "on_failure", "limit": "on_failure", "cancel": "on_cancel"}.get(
+            self.kind, "on_timeout"
+        )
 
     @property
     def cancel_reason(self) -> str:
@@ -91,7 +95,10 @@ class Context:
 
     def scope(self, plan: StepPlan | None = None, index: int | None = None) -> Scope:
         """The expression scope of a step (of one element, with ``index``)."""
-        values: dict[str, Any] = {"input": self.state.input, "execution": self.state.execution_view()}
+        values: dict[str, Any] = {
+            "input": self.state.input,
+            "execution": self.state.execution_view(),
+        }
         if plan is not None and index is not None:
             items = self.state.steps[plan.id].items or []
             values[plan.step.item_name] = items[index]

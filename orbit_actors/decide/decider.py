@@ -61,10 +61,10 @@ def next_wakeup(state: ExecutionState, definition: CompiledDefinition) -> int | 
     if not state.started or state.finished:
         return None
     wake = state.next_timer_ms()
-    if definition.timeout_ms is not None and state.started_at_ms is not None:
-        if abort_cause(state, definition) is None:
-            deadline = state.started_at_ms + definition.timeout_ms
-            wake = deadline if wake is None else min(wake, deadline)
+    timeout, started = definition.timeout_ms, state.started_at_ms
+    if timeout is not None and started is not None and abort_cause(state, definition) is None:
+        deadline = started + timeout
+        wake = deadline if wake is None else min(wake, deadline)
     return wake
 
 
@@ -119,7 +119,9 @@ def _within_history_limit(ctx: Context) -> list[ev.Event]:
         "(max_history_events)"
     )
     seq = ctx.state.last_seq + 1
-    return [ev.LimitExceeded(seq=seq, timestamp_ms=ctx.now, limit="max_history_events", message=message)]
+    return [
+        ev.LimitExceeded(seq=seq, timestamp_ms=ctx.now, limit="max_history_events", message=message)
+    ]
 
 
 _RUNNING: tuple[Phase, ...] = (

@@ -55,7 +55,9 @@ class ChildInvocation:
 Invocation = TaskInvocation | HttpInvocation | ChildInvocation
 
 
-def invocation(state: ExecutionState, definition: CompiledDefinition, key: str) -> Invocation | None:
+def invocation(
+    state: ExecutionState, definition: CompiledDefinition, key: str
+) -> Invocation | None:
     """What unit ``key`` invokes, or None for units no one runs (await, sleep, value)."""
     unit = state.units.get(key)
     if unit is None:
@@ -71,12 +73,16 @@ def invocation(state: ExecutionState, definition: CompiledDefinition, key: str) 
         )  # fmt: skip
     if kind == "http":
         request = unit.input if isinstance(unit.input, dict) else {}
-        return HttpInvocation(key, request, unit.idempotency_key, unit.attempt, unit_timeout_ms(definition, unit))
+        return HttpInvocation(
+            key, request, unit.idempotency_key, unit.attempt, unit_timeout_ms(definition, unit)
+        )
     if kind == "workflow":
         name = plan.step.workflow or ""
         child = definition.child(name)
         child_id = child_execution_id(state.execution_id, state.run, key)
-        return ChildInvocation(key, name, child.version, child.definition_hash, child_id, unit.input)
+        return ChildInvocation(
+            key, name, child.version, child.definition_hash, child_id, unit.input
+        )
     return None
 
 

@@ -133,7 +133,9 @@ def _fan_out(ctx: Context, plan: StepPlan) -> None:
         return
     limits = ctx.state.limits
     if limits is not None and len(items) > limits.max_fan_out:
-        message = f"fan-out of {len(items)} items is over the limit of {limits.max_fan_out} (max_fan_out)"
+        message = (
+            f"fan-out of {len(items)} items is over the limit of {limits.max_fan_out} (max_fan_out)"
+        )
         fail_step(ctx, plan.key, message, code="LIMIT_EXCEEDED")
         return
     ctx.add(ev.StepFanOut, step=plan.key, items=items)
@@ -164,7 +166,9 @@ def settle_failing_fan_out(ctx: Context, step_id: str) -> None:
         ctx.add(ev.StepCancelled, step=key, reason="another element of the fan-out failed")
     failed = ctx.state.units[record.failed_element or ""]
     plan = ctx.definition.plans[step_id]
-    ctx.add(ev.StepFailed, step=plan.key, error=failed.error or error("FAILED", "an element failed"))
+    ctx.add(
+        ev.StepFailed, step=plan.key, error=failed.error or error("FAILED", "an element failed")
+    )
 
 
 def _continue_as_new(ctx: Context, plan: StepPlan) -> bool:

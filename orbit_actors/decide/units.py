@@ -30,7 +30,12 @@ def _retry_due(ctx: Context, unit: Unit, entry: TimerEntry) -> None:
 def _deadline_passed(ctx: Context, unit: Unit, entry: TimerEntry) -> None:
     timeout = (unit.deadline_ms or 0) - (unit.dispatched_at_ms or 0)
     message = f"attempt {unit.attempt} of `{unit.key}` timed out after {format_duration(timeout)}"
-    ctx.add(ev.StepAttemptFailed, step=unit.key, attempt=unit.attempt, error=error("TIMEOUT", message, retryable=True))
+    ctx.add(
+        ev.StepAttemptFailed,
+        step=unit.key,
+        attempt=unit.attempt,
+        error=error("TIMEOUT", message, retryable=True),
+    )
 
 
 def _timer_fired(ctx: Context, unit: Unit, entry: TimerEntry) -> None:
@@ -41,7 +46,9 @@ def _timer_fired(ctx: Context, unit: Unit, entry: TimerEntry) -> None:
         message = f"no signal `{plan.step.await_}` arrived within {waited}"
         ctx.add(ev.StepFailed, step=unit.key, error=error("SIGNAL_TIMEOUT", message))
     else:
-        ctx.add(ev.StepSucceeded, step=unit.key, attempt=unit.attempt, output={"fired_at_ms": ctx.now})
+        ctx.add(
+            ev.StepSucceeded, step=unit.key, attempt=unit.attempt, output={"fired_at_ms": ctx.now}
+        )
 
 
 _ON_TIMER = {"retry": _retry_due, "deadline": _deadline_passed, "timer": _timer_fired}

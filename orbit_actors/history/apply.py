@@ -28,7 +28,9 @@ def apply(state: ExecutionState, event: ev.Event) -> ExecutionState:
     """Fold ``event`` into ``state`` (in place) and return it; raises :class:`HistoryError`
     when the event cannot follow the state."""
     if event.seq != state.last_seq + 1:
-        raise HistoryError(f"event seq {event.seq} follows seq {state.last_seq}: seq must count 1, 2, 3 …")
+        raise HistoryError(
+            f"event seq {event.seq} follows seq {state.last_seq}: seq must count 1, 2, 3 …"
+        )
     if state.finished:
         raise HistoryError(f"event {event.type} (seq {event.seq}) follows the run's terminal event")
     _APPLY[event.type](state, event)
@@ -40,7 +42,9 @@ def apply(state: ExecutionState, event: ev.Event) -> ExecutionState:
 def _unit(state: ExecutionState, key: str, event: ev.Event) -> Unit:
     unit = state.units.get(key)
     if unit is None:
-        raise HistoryError(f"{event.type} (seq {event.seq}) names unit `{key}`, which was never scheduled")
+        raise HistoryError(
+            f"{event.type} (seq {event.seq}) names unit `{key}`, which was never scheduled"
+        )
     return unit
 
 
@@ -72,7 +76,11 @@ def _on_scheduled(state: ExecutionState, e: ev.StepScheduled) -> None:
     if e.attempt > unit.attempt:
         record.attempts += e.attempt - unit.attempt
     unit.status, unit.attempt, unit.input = "scheduled", e.attempt, e.input
-    unit.idempotency_key, unit.redelivery, unit.scheduled_at_ms = e.idempotency_key, e.redelivery, e.timestamp_ms
+    unit.idempotency_key, unit.redelivery, unit.scheduled_at_ms = (
+        e.idempotency_key,
+        e.redelivery,
+        e.timestamp_ms,
+    )
     unit.next_attempt = unit.retry_at_ms = None
     state.attention.pop(e.step, None)
 
@@ -246,7 +254,9 @@ def _on_signal(state: ExecutionState, e: ev.SignalReceived) -> None:
 def _on_signal_delivered(state: ExecutionState, e: ev.SignalDelivered) -> None:
     signal = state.signals.get(e.signal_seq)
     if signal is None or signal.delivered_to is not None:
-        raise HistoryError(f"SignalDelivered (seq {e.seq}) names signal {e.signal_seq}, which is not waiting")
+        raise HistoryError(
+            f"SignalDelivered (seq {e.seq}) names signal {e.signal_seq}, which is not waiting"
+        )
     signal.delivered_to = e.step
     queue = state.undelivered[signal.name]
     if queue and queue[0] == e.signal_seq:

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, TypeAdapter, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 
 class _Frozen(BaseModel):
@@ -264,17 +271,42 @@ class WorkflowContinuedAsNew(_Event):
 
 
 Event = Annotated[
-    WorkflowCreated | WorkflowStarted | StepScheduled | StepSkipped | StepFanOut | StepDispatched
-    | StepSucceeded | StepAttemptFailed | StepAttemptUncertain | RetryScheduled | StepFailed
-    | StepCancelled | StaleResultIgnored | TimerStarted | TimerFired | SignalReceived
-    | SignalDelivered | CancelRequested | LimitExceeded | WorkflowCompleted | WorkflowFailed
-    | WorkflowCancelled | WorkflowTimedOut | WorkflowContinuedAsNew,
+    WorkflowCreated
+    | WorkflowStarted
+    | StepScheduled
+    | StepSkipped
+    | StepFanOut
+    | StepDispatched
+    | StepSucceeded
+    | StepAttemptFailed
+    | StepAttemptUncertain
+    | RetryScheduled
+    | StepFailed
+    | StepCancelled
+    | StaleResultIgnored
+    | TimerStarted
+    | TimerFired
+    | SignalReceived
+    | SignalDelivered
+    | CancelRequested
+    | LimitExceeded
+    | WorkflowCompleted
+    | WorkflowFailed
+    | WorkflowCancelled
+    | WorkflowTimedOut
+    | WorkflowContinuedAsNew,
     Field(discriminator="type"),
 ]
 """Any history event."""
 
 TERMINAL_TYPES = frozenset(
-    {"WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut", "WorkflowContinuedAsNew"}
+    {
+        "WorkflowCompleted",
+        "WorkflowFailed",
+        "WorkflowCancelled",
+        "WorkflowTimedOut",
+        "WorkflowContinuedAsNew",
+    }
 )
 RUN_TIMEOUT_TIMER = "run:timeout"
 

@@ -26,11 +26,10 @@ from .models import (
     Definition,
     HttpSpec,
     RetryPolicy,
-    Schema,
     Step,
 )
-from .plan import CompensationPlan, CompiledDefinition, StepPlan
-from .schema import SchemaViolation, validate
+from .plan import CompensationPlan, CompiledDefinition, Role, StepPlan
+from .schema import Schema, SchemaViolation, validate
 
 ChildResolver = Callable[[str, str], str | None]
 """``(name, version) -> definition_hash`` of a registered child, or None when unknown."""
@@ -106,7 +105,7 @@ class _Checker:
     def run(self) -> dict[str, StepPlan]:
         self._check_names()
         self._check_schemas()
-        groups = [("steps", None, self.d.steps)]
+        groups: list[tuple[str, str | None, list[Step]]] = [("steps", None, self.d.steps)]
         groups += [(name, name, lst) for name, lst in self.d.handler_lists().items()]
         self._check_unique_ids(groups)
         plans: dict[str, StepPlan] = {}
@@ -150,7 +149,10 @@ class _Checker:
                 validate(schema, schema.default, strict=False)
             except SchemaViolation as exc:
                 where = exc.path.replace("$", "default", 1)
-                self.fail((*path, "default"), f"the default does not match its schema: {where}: {exc.reason}")
+                self.fail(
+                    (*path, "default"),
+                    f"the default does not match its schema: {where}: {exc.reason}",
+                )
         for name, sub in (schema.properties or {}).items():
             self._check_defaults(sub, (*path, "properties", name))
         if schema.items is not None:
@@ -166,17 +168,21 @@ class _Checker:
     def _plan(
         self, step: Step, path: Path, handler_list: str | None, siblings: list[Step], index: int
     ) -> StepPlan:
-        role = "handler" if handler_list else "main"
+        role: Role = "handler" if handler_list else "main"
         variables = BASE_VARIABLES | ({"error"} if handler_list else set())
         sibling_ids = {s.id for s in siblings}
-        plan = StepPlan(step=step, role=role, handler_list=handler_list, after=(), path=format_path(path))
+        plan = StepPlan(
+            step=step, role=role, handler_list=handler_list, after=(), path=format_path(path)
+        )
         refs: list[str] = []
         plan.when = self._expr(step.when, (*path, "when"), variables, refs)
         plan.for_each = self._expr(step.for_, (*path, "for"), variables, refs)
         plan.until = self._expr(step.until, (*path, "until"), variables, refs)
         item_vars = variables | ({step.item_name, "index"} if step.fans_out else set())
         if step.kind in ("task", "workflow"):
-            plan.input = self._template(step.input if step.input is not None else {}, (*path, "input"), item_vars, refs)
+            plan.input = self._template(
+                step.input if step.input is not None else {}, (*path, "input"), item_vars, refs
+            )
         if step.kind in ("value", "continue_as_new"):
             raw = step.value if step.kind == "value" else step.continue_as_new
             plan.value = self._template(raw, (*path, step.kind), variables, refs)
@@ -194,7 +200,10 @@ class _Checker:
         if step.task is not None:
             self._declared_task(step.task, (*path, "task"))
         if step.workflow is not None and step.workflow not in self.d.workflows:
-            self.fail((*path, "workflow"), f"child workflow `{step.workflow}` is not declared in `workflows`")
+            self.fail(
+                (*path, "workflow"),
+                f"child workflow `{step.workflow}` is not declared in `workflows`",
+            )
         if step.await_ is not None and step.await_ not in self.d.signals:
             self.fail((*path, "await"), f"signal `{step.await_}` is not declared in `signals`")
         if handler_list and step.kind == "continue_as_new":
@@ -208,13 +217,17 @@ class _Checker:
         elif name not in self.d.tasks:
             self.fail(path, f"task `{name}` is not declared in `tasks`")
 
-    def _compensation(self, step: Step, path: Path, variables: frozenset[str] | set[str]) -> CompensationPlan:
+    def _compensation(
+        self, step: Step, path: Path, variables: frozenset[str] | set[str]
+    ) -> CompensationPlan:
         comp: Compensation = step.compensate  # type: ignore[assignment]
         cpath = (*path, "compensate")
         refs: list[str] = []
         if comp.task is not None:
             self._declared_task(comp.task, (*cpath, "task"))
-        template = self._template(comp.input if comp.input is not None else {}, (*cpath, "input"), variables, refs)
+        template = self._template(
+            comp.input if comp.input is not None else {}, (*cpath, "input"), variables, refs
+        )
         http = self._http(comp.http, (*cpath, "http"), variables, refs) if comp.http else None
         return CompensationPlan(
             kind="task" if comp.task is not None else "http",
@@ -226,13 +239,22 @@ class _Checker:
             language=comp.language,
         )
 
-    def _http(self, spec: HttpSpec, path: Path, variables: frozenset[str] | set[str], refs: list[str]) -> Template | None:
+    def _http(
+        self, spec: HttpSpec, path: Path, variables: frozenset[str] | set[str], refs: list[str]
+    ) -> Template | None:
         if spec.method.upper() not in HTTP_METHODS:
             self.fail((*path, "method"), f"method must be one of {', '.join(sorted(HTTP_METHODS))}")
-        raw = {"method": spec.method.upper(), "url": spec.url, "headers": spec.headers or {}, "body": spec.body}
+        raw = {
+            "method": spec.method.upper(),
+            "url": spec.url,
+            "headers": spec.headers or {},
+            "body": spec.body,
+        }
         return self._template(raw, path, variables, refs)
 
-    def _expr(self, source: str | None, path: Path, variables: frozenset[str] | set[str], refs: list[str]) -> Expression | None:
+    def _expr(
+        self, source: str | None, path: Path, variables: frozenset[str] | set[str], refs: list[str]
+    ) -> Expression | None:
         if source is None:
             return None
         try:
@@ -243,7 +265,9 @@ class _Checker:
         self._check_refs(expression, path, variables, refs)
         return expression
 
-    def _template(self, raw: Any, path: Path, variables: frozenset[str] | set[str], refs: list[str]) -> Template | None:
+    def _template(
+        self, raw: Any, path: Path, variables: frozenset[str] | set[str], refs: list[str]
+    ) -> Template | None:
         try:
             template = compile_template(raw)
         except TemplateError as exc:
@@ -253,7 +277,13 @@ class _Checker:
             self._check_refs(expression, (*path, *_split(sub_path)), variables, refs)
         return template
 
-    def _check_refs(self, expression: Expression, path: Path, variables: frozenset[str] | set[str], refs: list[str]) -> None:
+    def _check_refs(
+        self,
+        expression: Expression,
+        path: Path,
+        variables: frozenset[str] | set[str],
+        refs: list[str],
+    ) -> None:
         for name in sorted(expression.variables - set(variables)):
             self.fail(path, f"unknown variable `{name}` (in scope: {', '.join(sorted(variables))})")
         for step_id in sorted(expression.step_refs):
@@ -261,7 +291,15 @@ class _Checker:
                 self.fail(path, f"unknown step `{step_id}`")
             refs.append(step_id)
 
-    def _after(self, step: Step, path: Path, siblings: list[Step], index: int, refs: list[str], sibling_ids: set[str]) -> tuple[str, ...]:
+    def _after(
+        self,
+        step: Step,
+        path: Path,
+        siblings: list[Step],
+        index: int,
+        refs: list[str],
+        sibling_ids: set[str],
+    ) -> tuple[str, ...]:
         if step.after is None:
             deps = [siblings[index - 1].id] if index > 0 else []
         else:
@@ -293,16 +331,20 @@ class _Checker:
             expression = self._expr(source, ("queries", name), BASE_VARIABLES, [])
             if expression is not None:
                 self.queries[name] = expression
-        output = self._template(self.d.output if self.d.output is not None else {}, ("output",), BASE_VARIABLES, [])
+        output = self._template(
+            self.d.output if self.d.output is not None else {}, ("output",), BASE_VARIABLES, []
+        )
         if output is not None:
             self.output = output
 
 
-def _find_cycle(node: str, graph: dict[str, list[str]], state: dict[str, int], stack: list[str]) -> list[str] | None:
+def _find_cycle(
+    node: str, graph: dict[str, list[str]], state: dict[str, int], stack: list[str]
+) -> list[str] | None:
     if state.get(node) == 2:
         return None
     if state.get(node) == 1:
-        return [*stack[stack.index(node):], node]
+        return [*stack[stack.index(node) :], node]
     state[node] = 1
     stack.append(node)
     for dep in graph.get(node, []):
@@ -328,7 +370,9 @@ def _merge_retry(step: RetryPolicy | None, workflow: RetryPolicy | None) -> Retr
     return step.over(base) if step else base
 
 
-def _pin_children(definition: Definition, resolve: ChildResolver | None, required: bool) -> dict[str, str | None]:
+def _pin_children(
+    definition: Definition, resolve: ChildResolver | None, required: bool
+) -> dict[str, str | None]:
     pinned: dict[str, str | None] = {}
     for name, contract in definition.workflows.items():
         found = resolve(name, contract.version) if resolve else None
@@ -363,7 +407,9 @@ def _normal_step(plan: StepPlan) -> Step:
     return step.model_copy(update=update)
 
 
-def _normalise(definition: Definition, plans: dict[str, StepPlan], pinned: dict[str, str | None]) -> Definition:
+def _normalise(
+    definition: Definition, plans: dict[str, StepPlan], pinned: dict[str, str | None]
+) -> Definition:
     workflows = {
         name: contract.model_copy(update={"definition_hash": pinned.get(name)})
         for name, contract in definition.workflows.items()

@@ -69,7 +69,9 @@ def load_document(text: str, file: str | None = None) -> tuple[Any, Locator]:
         mark = exc.problem_mark or exc.context_mark
         reason = " ".join(filter(None, [exc.context, exc.problem])) or "invalid YAML"
         line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
-        raise DefinitionError([Problem("", f"invalid YAML: {reason}", file, line, column)]) from None
+        raise DefinitionError(
+            [Problem("", f"invalid YAML: {reason}", file, line, column)]
+        ) from None
     except yaml.YAMLError as exc:
         raise DefinitionError([Problem("", f"invalid YAML: {exc}", file)]) from None
     finally:
@@ -77,7 +79,7 @@ def load_document(text: str, file: str | None = None) -> tuple[Any, Locator]:
 
 
 def _build(node: yaml.Node, path: Path, loader: _Loader, locator: Locator) -> Any:
-    locator.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    locator.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         loader.flatten_mapping(node)
@@ -87,6 +89,8 @@ def _build(node: yaml.Node, path: Path, loader: _Loader, locator: Locator) -> An
                 key = _key_text(key, path, key_node, locator)
             if key in out:
                 raise _at(locator, (*path, key), key_node, f"duplicate key {key!r}")
+            mark = key_node.start_mark
+            locator.marks[(*path, key)] = (mark.line + 1, mark.column + 1)
             out[key] = _build(value_node, (*path, key), loader, locator)
         return out
     if isinstance(node, yaml.SequenceNode):
@@ -134,11 +138,11 @@ def _clean_loc(data: Any, loc: Sequence[str | int]) -> Path:
     """Keep the parts of a pydantic location that are real keys or indexes of ``data``,
     dropping union tags such as ``list[literal[...]]``."""
     path: list[str | int] = []
-    node = data
+    node: Any = data
     for part in loc:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        ):
             node = node[part]
         elif isinstance(node, dict) and isinstance(part, str) and not _is_tag(part):
             path.append(part)  # a missing required field: name it, then stop

@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    WithJsonSchema,
     field_validator,
     model_serializer,
     model_validator,
@@ -26,7 +27,19 @@ from .durations import parse_duration
 from .schema import Schema
 from .semver import parse_semver
 
-Duration = Annotated[int, BeforeValidator(parse_duration)]
+Duration = Annotated[
+    int,
+    BeforeValidator(parse_duration),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": r"^(\d+|(\d+(ms|s|m|h|d))+)$"},
+            ],
+            "description": "a duration: 250ms, 30s, 5m, 2h, 7d, 1h30m, or milliseconds",
+        }
+    ),
+]
 """Milliseconds; written as ``30s``, ``1h30m`` or an integer number of milliseconds."""
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -43,7 +56,12 @@ def _version_text(value: object) -> object:
     return value
 
 
-ContractVersion = Annotated[str, BeforeValidator(_version_text), Field(min_length=1)]
+ContractVersion = Annotated[
+    str,
+    BeforeValidator(_version_text),
+    Field(min_length=1),
+    WithJsonSchema({"type": ["string", "number"], "description": "the contract version"}),
+]
 
 
 class _Model(BaseModel):
@@ -65,7 +83,7 @@ class RetryPolicy(_Model):
         return base.model_copy(update=mine)
 
     def delay_ms(self, attempt: int) -> int:
-        """The delay before attempt ``attempt + 1``: min(initial × backoff^(attempt-1), max)."""
+        """The delay before attempt ``attempt + 1``: min(initial * backoff^(attempt-1), max)."""
         assert self.initial_interval is not None and self.max_interval is not None
         backoff = self.backoff if self.backoff is not None else 2.0
         raw = self.initial_interval * backoff ** (attempt - 1)
@@ -214,7 +232,9 @@ class Step(_Model):
 
 _KIND_FIELDS = ("task", "workflow", "await_", "sleep", "until", "http", "value", "continue_as_new")
 _KIND_ALLOWS: dict[str, frozenset[str]] = {
-    "task": frozenset({"input", "retry", "timeout", "language", "compensate", "for", "as", "concurrency"}),
+    "task": frozenset(
+        {"input", "retry", "timeout", "language", "compensate", "for", "as", "concurrency"}
+    ),
     "http": frozenset({"retry", "compensate", "for", "as", "concurrency"}),
     "workflow": frozenset({"input", "for", "as", "concurrency"}),
     "await": frozenset({"timeout"}),
@@ -231,7 +251,11 @@ _OPTIONAL_FIELDS = {
 def _check_fields_fit(step: Step, kind: str) -> None:
     allowed = _KIND_ALLOWS[kind]
     for field, name in _OPTIONAL_FIELDS.items():
-        if field in step.model_fields_set and getattr(step, field) is not None and name not in allowed:
+        if (
+            field in step.model_fields_set
+            and getattr(step, field) is not None
+            and name not in allowed
+        ):
             raise ValueError(f"`{name}` does not apply to a {kind} step")
     if (step.as_ is not None or step.concurrency is not None) and step.for_ is None:
         raise ValueError("`as` and `concurrency` need `for`")
@@ -272,11 +296,20 @@ class Definition(_Model):
     def _semver(cls, value: object) -> object:
         if isinstance(value, str):
             parse_semver(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            raise ValueError(
+                f"version must be a semantic version string such as 1.0.0 (YAML read {value} as "
+                "a number; write MAJOR.MINOR.PATCH, or quote it)"
+            )
         return value
 
     def handler_lists(self) -> dict[str, list[Step]]:
         """The handler step lists by field name."""
-        return {"on_failure": self.on_failure, "on_cancel": self.on_cancel, "on_timeout": self.on_timeout}
+        return {
+            "on_failure": self.on_failure,
+            "on_cancel": self.on_cancel,
+            "on_timeout": self.on_timeout,
+        }
 
     def to_ir_dict(self) -> dict[str, Any]:
         """The JSON form of this definition (aliases, nulls dropped)."""

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .expressions import Expression, Template
-from .models import ChildContract, Definition, RetryPolicy, Schema, Step, TaskContract
+from .models import ChildContract, Definition, RetryPolicy, Step, TaskContract
+from .schema import Schema
 
 Role = Literal["main", "handler"]
 

@@ -74,7 +74,13 @@ class Driver:
         """Hand unit ``key`` to a worker; returns the token."""
         token = f"t{next(self._tokens)}"
         events = cmd.dispatch(
-            self.state, self.definition, key, token=token, worker_id=worker_id, session=session, now=self.now
+            self.state,
+            self.definition,
+            key,
+            token=token,
+            worker_id=worker_id,
+            session=session,
+            now=self.now,
         )
         assert events is not None, f"unit {key} is not ready for dispatch"
         self.record(events)
@@ -82,14 +88,20 @@ class Driver:
 
     def complete(self, token: str, output: Any = None, worker_id: str | None = None) -> cmd.Ack:
         """A worker completes ``token``."""
-        events, ack = cmd.report_result(self.state, self.definition, token, now=self.now, worker_id=worker_id, output=output)
+        events, ack = cmd.report_result(
+            self.state, self.definition, token, now=self.now, worker_id=worker_id, output=output
+        )
         self.record(events)
         return ack
 
-    def fail(self, token: str, code: str = "BOOM", message: str = "it broke", retryable: bool = True) -> cmd.Ack:
+    def fail(
+        self, token: str, code: str = "BOOM", message: str = "it broke", retryable: bool = True
+    ) -> cmd.Ack:
         """A worker fails ``token``."""
         failure = ev.ErrorInfo(code=code, message=message, retryable=retryable)
-        events, ack = cmd.report_result(self.state, self.definition, token, now=self.now, failure=failure)
+        events, ack = cmd.report_result(
+            self.state, self.definition, token, now=self.now, failure=failure
+        )
         self.record(events)
         return ack
 
@@ -105,7 +117,9 @@ class Driver:
         """Request cancellation."""
         return self.record(cmd.request_cancel(self.state, self.definition, reason, self.now))
 
-    def lose_worker(self, token: str, reason: str = "worker `w1` stopped responding") -> list[ev.Event]:
+    def lose_worker(
+        self, token: str, reason: str = "worker `w1` stopped responding"
+    ) -> list[ev.Event]:
         """The session holding ``token`` died."""
         return self.record(cmd.attempt_uncertain(self.state, token, reason, self.now))
 
@@ -137,7 +151,9 @@ class Driver:
 
     def scheduled(self) -> list[str]:
         """Keys of units waiting for dispatch (task, http and workflow units), oldest first."""
-        keys = [k for k, u in self.state.units.items() if u.status == "scheduled" and self.invocation(k)]
+        keys = [
+            k for k, u in self.state.units.items() if u.status == "scheduled" and self.invocation(k)
+        ]
         return sorted(keys, key=lambda k: self.state.units[k].scheduled_seq)
 
     def types(self) -> list[str]:
