@@ -140,9 +140,7 @@ def _clean_loc(data: Any, loc: Sequence[str | int]) -> Path:
     path: list[str | int] = []
     node: Any = data
     for part in loc:
-        if (isinstance(node, dict) and part in node) or (
-            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
-        ):
+        if _holds(node, part):
             node = node[part]
         elif isinstance(node, dict) and isinstance(part, str) and not _is_tag(part):
             path.append(part)  # a missing required field: name it, then stop
@@ -151,6 +149,12 @@ def _clean_loc(data: Any, loc: Sequence[str | int]) -> Path:
             continue
         path.append(part)
     return tuple(path)
+
+
+def _holds(node: Any, part: str | int) -> bool:
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
 
 
 def _is_tag(part: str) -> bool:
