@@ -1,0 +1,67 @@
+"""CEL expressions and value templates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from orbit_actors.ir.expressions import EvaluationError, Scope, compile_expression, compile_template
+
+
+def render(raw: Any, **values: Any) -> Any:
+    return compile_template(raw).render(Scope(values))
+
+
+def test_a_whole_string_template_is_replaced_by_the_typed_value() -> None:
+    assert render({"n": "${input.n}", "list": ["${input.n + 1}"]}, input={"n": 2}) == {"n": 2, "list": [3]}
+
+
+def test_spaces_inside_the_braces_are_allowed() -> None:
+    assert render("${  input.s  }", input={"s": "x"}) == "x"
+
+
+def test_there_is_no_interpolation() -> None:
+    assert render("id-${input.s}", input={"s": "x"}) == "id-${input.s}"
+    assert render("${'id-' + input.s}", input={"s": "x"}) == "id-x"
+
+
+def test_cel_does_no_arithmetic_across_int_and_double() -> None:
+    with pytest.raises(EvaluationError):
+        render("${input.n * 1.2}", input={"n": 10})
+    assert render("${input.n * 1.2}", input={"n": 10.0}) == pytest.approx(12.0)
+
+
+def test_a_missing_field_is_an_evaluation_error_naming_the_template_path() -> None:
+    with pytest.raises(EvaluationError, match=r"^a\.b: no such key: nope"):
+        render({"a": {"b": "${input.nope}"}}, input={})
+
+
+def test_a_non_json_result_is_an_evaluation_error() -> None:
+    with pytest.raises(EvaluationError, match="not a JSON value"):
+        render("${timestamp('2020-01-01T00:00:00Z')}")
+
+
+def test_an_expression_names_the_steps_it_reads() -> None:
+    expression = compile_expression('steps.a.output == null && steps["b"].status == "x"')
+    assert expression.step_refs == {"a", "b"} and not expression.reads_all_steps
+
+
+def test_steps_read_whole_is_noticed() -> None:
+    assert compile_expression("size(steps) > 1").reads_all_steps
+
+
+def test_a_string_literal_is_not_a_step_reference() -> None:
+    assert compile_expression('"steps.zz" + input.a').step_refs == frozenset()
+
+
+def test_bindings_convert_only_the_steps_an_expression_reads() -> None:
+    seen: list[str] = []
+
+    def view(step_id: str) -> dict[str, Any]:
+        seen.append(step_id)
+        return {"output": 1}
+
+    expression = compile_expression("steps.a.output")
+    assert expression.evaluate(Scope({}, view, lambda: ["a", "b", "c"])) == 1
+    assert seen == ["a"]
