@@ -14,11 +14,12 @@ tasks:
   t: {{version: "1"}}
   t2: {{version: "1"}}
   undo: {{version: "1"}}
+  py: {{version: "1", language: python}}
 """
 
 
 def definition(body: str, name: str = "wf") -> CompiledDefinition:
-    """Compile a definition: the standard header (tasks t, t2, undo) plus ``body``."""
+    """Compile a definition: the standard header (tasks t, t2, undo, and py for language python) plus ``body``."""
     return compile_source(HEADER.format(name=name) + textwrap.dedent(body))
 
 
