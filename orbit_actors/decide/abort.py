@@ -63,6 +63,9 @@ def _handlers_started(ctx: Context) -> bool:
 def run_handlers(ctx: Context) -> None:
     """Start ready handler steps; once all are resolved and nothing is in flight, end the run."""
     assert ctx.abort is not None
+    last = ctx.state.last_compensation
+    if last is not None and not ctx.state.units[last].resolved:
+        return
     ids = ctx.definition.handlers.get(ctx.abort.handler_list, [])
     start_ready(ctx, ids)
     if ctx.events or ctx.state.cleanup_inflight:

@@ -60,6 +60,8 @@ def next_wakeup(state: ExecutionState, definition: CompiledDefinition) -> int | 
     """When the run next needs deciding without any outside command (epoch ms), or None."""
     if not state.started or state.finished:
         return None
+    if not state.steps:
+        return state.started_at_ms  # a new run (after continue-as-new) has not decided yet
     wake = state.next_timer_ms()
     timeout, started = definition.timeout_ms, state.started_at_ms
     if timeout is not None and started is not None and abort_cause(state, definition) is None:

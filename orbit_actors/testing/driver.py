@@ -65,10 +65,13 @@ class Driver:
         self.history.append(event)
 
     def _roll_over(self) -> None:
+        """Write the next run's first events; like the actor, decide it on the next wake-up,
+        so a run that continues again at once is not advanced in a loop."""
         first = cmd.next_run_events(self.state, self.now)
         self.runs.append(self.history)
         self.state, self.history = ExecutionState(), []
-        self.record(first)
+        for event in first:
+            self._apply(event)
 
     def dispatch(self, key: str, worker_id: str = "w1", session: str = "s1") -> str:
         """Hand unit ``key`` to a worker; returns the token."""
@@ -124,17 +127,19 @@ class Driver:
         return self.record(cmd.attempt_uncertain(self.state, token, reason, self.now))
 
     def advance(self, ms: int) -> list[ev.Event]:
-        """Move the clock forward and wake the execution at each wake-up on the way."""
+        """Move the clock forward and wake the execution at each wake-up on the way; a run
+        started by continue-as-new on the way waits for the next call."""
         target = self.now + ms
         recorded: list[ev.Event] = []
-        while True:
+        runs = len(self.runs)
+        while len(self.runs) == runs:
             wake = next_wakeup(self.state, self.definition)
             if wake is None or wake > target:
                 break
             self.now = max(self.now, wake)
             recorded += self.record([])
-        self.now = target
-        return recorded + self.record([])
+        self.now = max(self.now, target) if len(self.runs) == runs else self.now
+        return recorded
 
     def query(self, name: str) -> Any:
         """Evaluate a query."""

@@ -44,20 +44,30 @@ def test_a_step_referenced_in_an_expression_becomes_a_dependency() -> None:
 
 
 def test_a_false_when_skips_the_step_and_the_next_still_runs() -> None:
-    d = driver("""
+    d = driver(
+        """
         steps:
           - {id: a, task: t, when: input.go}
           - {id: b, task: t}
-    """, {"go": False})
+    """,
+        {"go": False},
+    )
     assert d.of_type("StepSkipped")[0].step == "a"
     assert d.scheduled() == ["b"]
-    assert d.state.step_view("a") == {"status": "skipped", "output": None, "error": None, "attempts": 0}
+    assert d.state.step_view("a") == {
+        "status": "skipped",
+        "output": None,
+        "error": None,
+        "attempts": 0,
+    }
 
 
 def test_a_when_that_is_not_a_boolean_fails_the_step_with_expression_error() -> None:
     d = driver("steps: [{id: a, task: t, when: input.n}]", {"n": 1})
     [failed] = d.of_type("StepFailed")
-    assert failed.error.code == "EXPRESSION_ERROR" and failed.error.message.startswith("steps[0].when:")
+    assert failed.error.code == "EXPRESSION_ERROR" and failed.error.message.startswith(
+        "steps[0].when:"
+    )
     assert d.state.status == "failed"
 
 
@@ -69,10 +79,13 @@ def test_a_template_error_fails_the_step_not_the_engine() -> None:
 
 
 def test_the_workflow_completes_with_its_output_template() -> None:
-    d = driver("""
+    d = driver(
+        """
         steps: [{id: a, task: t}]
         output: {got: "${steps.a.output.v}", n: "${input.n}"}
-    """, {"n": 2})
+    """,
+        {"n": 2},
+    )
     d.run_task("a", {"v": "x"})
     assert d.types()[-1] == "WorkflowCompleted"
     assert d.state.output == {"got": "x", "n": 2}

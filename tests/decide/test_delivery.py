@@ -43,7 +43,10 @@ def test_a_second_success_is_recorded_as_a_duplicate() -> None:
     new = d.dispatch("a", "w2", "s2")
     d.complete(new, 1)
     ack = d.complete(old, 2)
-    assert (ack.accepted, ack.reason) == (False, "unknown token (execution finished or token invalid)")
+    assert (ack.accepted, ack.reason) == (
+        False,
+        "unknown token (execution finished or token invalid)",
+    )
 
 
 def test_a_result_for_a_resolved_unit_of_a_running_execution_is_a_duplicate() -> None:
@@ -73,7 +76,10 @@ def test_an_unknown_token_is_answered_without_recording() -> None:
     d = driver(CHARGE)
     before = len(d.history)
     ack = d.complete("never-issued", 1)
-    assert (ack.accepted, ack.reason) == (False, "unknown token (execution finished or token invalid)")
+    assert (ack.accepted, ack.reason) == (
+        False,
+        "unknown token (execution finished or token invalid)",
+    )
     assert len(d.history) == before
 
 
@@ -86,29 +92,35 @@ def test_a_result_for_another_workers_token_is_forbidden() -> None:
 
 
 def test_an_output_breaking_the_contract_is_a_non_retryable_attempt_failure() -> None:
-    d = Driver(compile_source("""
+    d = Driver(
+        compile_source("""
         workflow: wf
         version: 1.0.0
         tasks:
           payments.charge: {version: "1", output: {type: object, required: [charge_id], properties: {charge_id: {type: string}, fee: {type: number, default: 0}}}}
         steps: [{id: a, task: payments.charge}]
-    """)).start()
+    """)
+    ).start()
     ack = d.complete(d.dispatch("a"), {"charge_id": 7})
     assert (ack.accepted, ack.reason) == (False, "output violates the task contract")
     [failed] = d.of_type("StepAttemptFailed")
     assert failed.error.code == "OUTPUT_CONTRACT_VIOLATION" and not failed.error.retryable
-    assert failed.error.message.startswith("worker output for `payments.charge` does not match its contract at $.charge_id: ")
+    assert failed.error.message.startswith(
+        "worker output for `payments.charge` does not match its contract at $.charge_id: "
+    )
     assert d.state.status == "failed"
 
 
 def test_contract_defaults_are_applied_to_an_accepted_output() -> None:
-    d = Driver(compile_source("""
+    d = Driver(
+        compile_source("""
         workflow: wf
         version: 1.0.0
         tasks:
           c: {version: "1", output: {type: object, properties: {fee: {type: number, default: 0}}}}
         steps: [{id: a, task: c}]
-    """)).start()
+    """)
+    ).start()
     d.complete(d.dispatch("a"), {"extra": True})
     assert d.unit("a").output == {"extra": True, "fee": 0}
 
@@ -128,5 +140,11 @@ def test_a_stale_dispatch_offer_is_refused() -> None:
 
     d = driver(CHARGE)
     d.dispatch("a")
-    assert dispatch(d.state, d.definition, "a", token="x", worker_id="w", session="s", now=d.now) is None
-    assert dispatch(d.state, d.definition, "zz", token="x", worker_id="w", session="s", now=d.now) is None
+    assert (
+        dispatch(d.state, d.definition, "a", token="x", worker_id="w", session="s", now=d.now)
+        is None
+    )
+    assert (
+        dispatch(d.state, d.definition, "zz", token="x", worker_id="w", session="s", now=d.now)
+        is None
+    )

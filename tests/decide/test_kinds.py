@@ -51,23 +51,34 @@ def test_until_in_the_past_fires_at_once() -> None:
 
 
 def test_an_http_step_invokes_the_builtin_request_with_its_evaluated_fields() -> None:
-    d = driver("""
+    d = driver(
+        """
         steps:
           - id: call
             http: {method: post, url: "${input.url}", body: {a: 1}, timeout: 5s}
-    """, {"url": "http://127.0.0.1:9/x"})
+    """,
+        {"url": "http://127.0.0.1:9/x"},
+    )
     inv = d.invocation("call")
     assert isinstance(inv, HttpInvocation)
-    assert inv.request == {"method": "POST", "url": "http://127.0.0.1:9/x", "headers": {}, "body": {"a": 1}}
+    assert inv.request == {
+        "method": "POST",
+        "url": "http://127.0.0.1:9/x",
+        "headers": {},
+        "body": {"a": 1},
+    }
     assert inv.timeout_ms == 5000
 
 
 def test_a_child_workflow_gets_a_deterministic_id_and_resolves_with_its_output() -> None:
-    d = driver("""
+    d = driver(
+        """
         workflows: {kid: {version: 1.0.0}}
         steps: [{id: send_invoice, workflow: kid, input: {n: 1}}]
         output: "${steps.send_invoice.output}"
-    """, execution_id="order-7")
+    """,
+        execution_id="order-7",
+    )
     inv = d.invocation("send_invoice")
     assert isinstance(inv, ChildInvocation) and inv.execution_id == "order-7.send_invoice"
     d.dispatch("send_invoice", "orbit-runtime", "child:order-7.send_invoice")
@@ -85,7 +96,17 @@ def test_a_failed_child_fails_the_parent_unit_without_retry() -> None:
     from orbit_actors.history.events import ErrorInfo
 
     failure = ErrorInfo(code="OUT_OF_STOCK", message="nothing left")
-    d.record(child_finished(d.state, "k", workflow="kid", child_id="ex-1.k", status="failed", failure=failure, now=d.now))
+    d.record(
+        child_finished(
+            d.state,
+            "k",
+            workflow="kid",
+            child_id="ex-1.k",
+            status="failed",
+            failure=failure,
+            now=d.now,
+        )
+    )
     [failed] = d.of_type("StepFailed")
     assert failed.error.code == "OUT_OF_STOCK"
     assert failed.error.message == "child workflow `kid` failed: nothing left"
@@ -97,14 +118,20 @@ def test_a_cancelled_or_timed_out_child_has_its_own_code() -> None:
     for status, code in (("cancelled", "CHILD_CANCELLED"), ("timed_out", "CHILD_TIMED_OUT")):
         d = driver("workflows: {kid: {version: 1.0.0}}\nsteps: [{id: k, workflow: kid}]")
         d.dispatch("k", "orbit-runtime", "child:ex-1.k")
-        d.record(child_finished(d.state, "k", workflow="kid", child_id="ex-1.k", status=status, now=d.now))
+        d.record(
+            child_finished(
+                d.state, "k", workflow="kid", child_id="ex-1.k", status=status, now=d.now
+            )
+        )
         assert d.of_type("StepFailed")[0].error.code == code
 
 
 def test_a_child_that_cannot_start_fails_the_unit_with_child_start_failed() -> None:
     d = driver("workflows: {kid: {version: 1.0.0}}\nsteps: [{id: k, workflow: kid}]")
     d.dispatch("k", "orbit-runtime", "child:ex-1.k")
-    d.record(child_start_failed(d.state, "k", "workflow input is invalid at $.n: is required", d.now))
+    d.record(
+        child_start_failed(d.state, "k", "workflow input is invalid at $.n: is required", d.now)
+    )
     assert d.of_type("StepFailed")[0].error.code == "CHILD_START_FAILED"
 
 

@@ -6,7 +6,9 @@ from tests.conftest import driver
 
 
 def test_a_retryable_failure_is_retried_after_the_backoff_delay() -> None:
-    d = driver("retry: {initial_interval: 1s, backoff: 3.0, max_attempts: 4}\nsteps: [{id: a, task: t}]")
+    d = driver(
+        "retry: {initial_interval: 1s, backoff: 3.0, max_attempts: 4}\nsteps: [{id: a, task: t}]"
+    )
     d.fail(d.dispatch("a"))
     assert [(e.next_attempt, e.delay_ms) for e in d.of_type("RetryScheduled")] == [(2, 1000)]
     d.advance(999)
@@ -18,7 +20,9 @@ def test_a_retryable_failure_is_retried_after_the_backoff_delay() -> None:
 
 
 def test_the_delay_is_capped_by_max_interval() -> None:
-    d = driver("retry: {initial_interval: 1s, backoff: 10.0, max_interval: 5s, max_attempts: 5}\nsteps: [{id: a, task: t}]")
+    d = driver(
+        "retry: {initial_interval: 1s, backoff: 10.0, max_interval: 5s, max_attempts: 5}\nsteps: [{id: a, task: t}]"
+    )
     for _ in range(3):
         d.fail(d.dispatch("a"))
         d.advance(60_000)
@@ -55,7 +59,9 @@ def test_a_code_in_non_retryable_fails_at_once() -> None:
 
 
 def test_step_retry_overrides_the_workflows_field_by_field() -> None:
-    d = driver("retry: {max_attempts: 7, initial_interval: 2s}\nsteps: [{id: a, task: t, retry: {initial_interval: 5s}}]")
+    d = driver(
+        "retry: {max_attempts: 7, initial_interval: 2s}\nsteps: [{id: a, task: t, retry: {initial_interval: 5s}}]"
+    )
     policy = d.definition.plans["a"].retry
     assert policy is not None
     assert (policy.max_attempts, policy.initial_interval, policy.max_interval) == (7, 5000, 60_000)

@@ -95,7 +95,9 @@ def test_an_unknown_variable_is_refused() -> None:
 
 
 def test_item_and_index_exist_only_inside_a_fan_out() -> None:
-    compile_source(BASE + "steps: [{id: a, task: t, for: '[1]', as: n, input: {x: '${n + index}'}}]")
+    compile_source(
+        BASE + "steps: [{id: a, task: t, for: '[1]', as: n, input: {x: '${n + index}'}}]"
+    )
     [found] = problems("steps: [{id: a, task: t, for: '[1]', as: n, input: {x: '${item}'}}]")
     assert "unknown variable `item`" in found
 
@@ -103,7 +105,10 @@ def test_item_and_index_exist_only_inside_a_fan_out() -> None:
 def test_error_is_in_scope_only_in_handlers() -> None:
     [found] = problems("steps: [{id: a, task: t, input: {x: '${error.code}'}}]")
     assert "unknown variable `error`" in found
-    compile_source(BASE + "steps: [{id: a, task: t}]\non_failure: [{id: h, task: t, input: {x: '${error.code}'}}]")
+    compile_source(
+        BASE
+        + "steps: [{id: a, task: t}]\non_failure: [{id: h, task: t, input: {x: '${error.code}'}}]"
+    )
 
 
 def test_comprehension_variables_are_not_unknown() -> None:
@@ -111,13 +116,15 @@ def test_comprehension_variables_are_not_unknown() -> None:
 
 
 def test_a_schema_keyword_outside_the_subset_is_refused_with_its_path() -> None:
-    assert problems("input: {type: object, properties: {a: {type: string, format: email}}}\nsteps: [{id: a, task: t}]") == [
-        "input.properties.a.format: unknown field"
-    ]
+    assert problems(
+        "input: {type: object, properties: {a: {type: string, format: email}}}\nsteps: [{id: a, task: t}]"
+    ) == ["input.properties.a.format: unknown field"]
 
 
 def test_a_default_that_does_not_match_its_schema_is_refused() -> None:
-    assert problems("input: {type: object, properties: {n: {type: integer, default: x}}}\nsteps: [{id: a, task: t}]") == [
+    assert problems(
+        "input: {type: object, properties: {n: {type: integer, default: x}}}\nsteps: [{id: a, task: t}]"
+    ) == [
         "input.properties.n.default: the default does not match its schema: default: expected integer, got string"
     ]
 
@@ -136,8 +143,13 @@ def test_reserved_task_names_are_refused(name: str) -> None:
     ("field", "value", "needle"),
     [("workflow", "Bad Name", "must match"), ("version", "'1.0'", "MAJOR.MINOR.PATCH")],
 )
-def test_a_name_or_version_of_the_wrong_form_is_refused(field: str, value: str, needle: str) -> None:
-    text = BASE.replace(f"{field}: ", f"{field}_old: ", 1) + f"{field}: {value}\nsteps: [{{id: a, task: t}}]"
+def test_a_name_or_version_of_the_wrong_form_is_refused(
+    field: str, value: str, needle: str
+) -> None:
+    text = (
+        BASE.replace(f"{field}: ", f"{field}_old: ", 1)
+        + f"{field}: {value}\nsteps: [{{id: a, task: t}}]"
+    )
     with pytest.raises(DefinitionError, match=needle):
         compile_source(text.replace(f"{field}_old: ", "#"))
 

@@ -14,7 +14,10 @@ def render(raw: Any, **values: Any) -> Any:
 
 
 def test_a_whole_string_template_is_replaced_by_the_typed_value() -> None:
-    assert render({"n": "${input.n}", "list": ["${input.n + 1}"]}, input={"n": 2}) == {"n": 2, "list": [3]}
+    assert render({"n": "${input.n}", "list": ["${input.n + 1}"]}, input={"n": 2}) == {
+        "n": 2,
+        "list": [3],
+    }
 
 
 def test_spaces_inside_the_braces_are_allowed() -> None:

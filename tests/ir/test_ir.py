@@ -52,7 +52,9 @@ def test_a_clients_hash_is_never_trusted() -> None:
 
 def test_formatting_does_not_change_the_hash() -> None:
     compact = compile_source(PARENT).definition_hash
-    spaced = compile_source(PARENT.replace("{id: a, task: t, timeout: 1m30s}", "{timeout: 90000, task: t, id: a}"))
+    spaced = compile_source(
+        PARENT.replace("{id: a, task: t, timeout: 1m30s}", "{timeout: 90000, task: t, id: a}")
+    )
     assert spaced.definition_hash == compact
 
 

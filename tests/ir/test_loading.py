@@ -38,7 +38,9 @@ def test_a_document_that_is_not_a_mapping_is_refused() -> None:
 
 
 def test_dates_stay_strings_so_every_value_is_json() -> None:
-    definition, _ = load_definition("workflow: x\nversion: 1.0.0\nsteps:\n  - {id: a, value: 2024-01-01}\n")
+    definition, _ = load_definition(
+        "workflow: x\nversion: 1.0.0\nsteps:\n  - {id: a, value: 2024-01-01}\n"
+    )
     assert definition.steps[0].value == "2024-01-01"
 
 

@@ -12,7 +12,10 @@ ORDER = Schema.model_validate(
         "type": "object",
         "required": ["items"],
         "properties": {
-            "items": {"type": "array", "items": {"type": "object", "properties": {"sku": {"type": "string"}}}},
+            "items": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"sku": {"type": "string"}}},
+            },
             "amount": {"type": "number"},
             "count": {"type": "integer"},
             "express": {"type": "boolean", "default": False},
@@ -47,7 +50,9 @@ def test_lenient_accepts_undeclared_properties() -> None:
 
 
 def test_additional_properties_true_opens_a_strict_object() -> None:
-    schema = Schema.model_validate({"type": "object", "properties": {}, "additionalProperties": True})
+    schema = Schema.model_validate(
+        {"type": "object", "properties": {}, "additionalProperties": True}
+    )
     assert validate(schema, {"x": 1}, strict=True) == {"x": 1}
 
 
