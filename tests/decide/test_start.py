@@ -6,7 +6,7 @@ import pytest
 
 from orbit_actors.decide import ServerLimits, check_execution_id, effective_limits, start_run
 from orbit_actors.errors import InvalidExecutionIdError, InvalidInputError, PayloadTooLargeError
-from orbit_actors.history.events import ParentRef
+from orbit_actors.history.events import ParentRef, WorkflowCreated, WorkflowStarted
 from tests.conftest import definition
 
 WF = definition("""
@@ -19,7 +19,7 @@ steps: [{id: a, task: t}]
 def test_start_commits_created_and_started_with_defaults_applied() -> None:
     limits = effective_limits(ServerLimits(), WF)
     created, started = start_run(WF, execution_id="e", input={"n": 1}, now=5, limits=limits)
-    assert created.type == "WorkflowCreated" and started.type == "WorkflowStarted"
+    assert isinstance(created, WorkflowCreated) and isinstance(started, WorkflowStarted)
     assert created.input == {"n": 1.0, "tag": "x"}
     assert (created.seq, started.seq) == (1, 2)
 
@@ -45,6 +45,7 @@ def test_a_childs_input_is_validated_leniently() -> None:
     created, _ = start_run(
         WF, execution_id="p.k", input={"n": 1, "extra": 1}, now=0, limits=limits, parent=parent
     )
+    assert isinstance(created, WorkflowCreated)
     assert created.input["extra"] == 1 and created.parent == parent
 
 
