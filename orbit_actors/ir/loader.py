@@ -59,8 +59,9 @@ def load_document(text: str, file: str | None = None) -> tuple[Any, Locator]:
     """Parse YAML (JSON is YAML) into plain data and a :class:`Locator`; raises
     :class:`DefinitionError` for syntax errors, duplicate keys and non-JSON values."""
     locator = Locator(file)
-    loader = _Loader(text)
+    loader: _Loader | None = None
     try:
+        loader = _Loader(text)
         node = loader.get_single_node()
         if node is None:
             raise DefinitionError([Problem("", "the document is empty", file, 1, 1)])
@@ -73,9 +74,14 @@ def load_document(text: str, file: str | None = None) -> tuple[Any, Locator]:
             [Problem("", f"invalid YAML: {reason}", file, line, column)]
         ) from None
     except yaml.YAMLError as exc:
-        raise DefinitionError([Problem("", f"invalid YAML: {exc}", file)]) from None
+        reason = " ".join(str(exc).split())
+        raise DefinitionError([Problem("", f"invalid YAML: {reason}", file)]) from None
+    except RecursionError:
+        reason = "the document nests too deeply or an alias refers to itself"
+        raise DefinitionError([Problem("", reason, file)]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _build(node: yaml.Node, path: Path, loader: _Loader, locator: Locator) -> Any:
@@ -119,6 +125,10 @@ def parse_definition(data: Any, locator: Locator | None = None) -> Definition:
     locator = locator or Locator(None)
     if not isinstance(data, dict):
         raise DefinitionError([locator.problem((), "a definition must be a mapping (object)")])
+    deep = _too_deep(data)
+    if deep is not None:
+        reason = f"values may nest at most {MAX_DEPTH} levels deep"
+        raise DefinitionError([locator.problem(deep, reason)])
     try:
         return Definition.model_validate(data)
     except ValidationError as exc:
@@ -132,6 +142,23 @@ def load_definition(text: str, file: str | None = None) -> tuple[Definition, Loc
     """Load and validate one definition from YAML or JSON text."""
     data, locator = load_document(text, file)
     return parse_definition(data, locator), locator
+
+
+MAX_DEPTH = 100
+
+
+def _too_deep(data: Any) -> Path | None:
+    """The path of the first value nested deeper than :data:`MAX_DEPTH`, if any."""
+    stack: list[tuple[Any, Path]] = [(data, ())]
+    while stack:
+        node, path = stack.pop()
+        if len(path) > MAX_DEPTH:
+            return path[:MAX_DEPTH]
+        if isinstance(node, dict):
+            stack.extend((v, (*path, k)) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, (*path, i)) for i, v in enumerate(node))
+    return None
 
 
 def _clean_loc(data: Any, loc: Sequence[str | int]) -> Path:
