@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -43,28 +44,22 @@ def _base(extra: dict[str, Any]) -> dict[str, Any]:
 @given(st.dictionaries(st.sampled_from(WORDS), JSON, max_size=6))
 def test_random_structures_give_definition_errors_or_compile(data: dict[str, Any]) -> None:
     for candidate in (data, _base(data)):
-        try:
+        with contextlib.suppress(DefinitionError):
             compile_ir(candidate)
-        except DefinitionError:
-            pass
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.dictionaries(st.sampled_from(WORDS), JSON, max_size=6), min_size=1, max_size=4))
 def test_random_steps_give_definition_errors_or_compile(steps: list[dict[str, Any]]) -> None:
-    try:
+    with contextlib.suppress(DefinitionError):
         compile_source(json.dumps(_base({"steps": steps})))
-    except DefinitionError:
-        pass
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=200))
 def test_random_text_gives_definition_errors_or_compiles(text: str) -> None:
-    try:
+    with contextlib.suppress(DefinitionError):
         compile_source(text)
-    except DefinitionError:
-        pass
 
 
 STEP_FIELDS = st.dictionaries(
@@ -106,7 +101,5 @@ def test_nearly_valid_steps_give_definition_errors_or_compile(
         "http": {"url": "${input.u}"},
     }
     steps = [{"id": f"s{i}", kind: kinds[kind], **extra} for i, (kind, extra) in enumerate(shapes)]
-    try:
+    with contextlib.suppress(DefinitionError):
         compile_ir(_base({"steps": steps, "signals": {"go": None}}))
-    except DefinitionError:
-        pass
