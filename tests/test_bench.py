@@ -1,0 +1,27 @@
+"""The core benchmark runs and ends with its JSON line (its numbers are read by people, not
+asserted: tests never depend on wall-clock speed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_core_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "core.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(line) == {
+        "events_per_s_10step",
+        "events_per_s_fanout1000",
+        "cost_ratio_10000_vs_100",
+    }
