@@ -18,6 +18,7 @@ from .commands import (
 )
 from .context import Abort, abort_cause
 from .decider import MAX_ROUNDS, decide, decide_to_fixpoint, next_wakeup
+from .effects import Effects, effects_of
 from .invocation import (
     ChildInvocation,
     HttpInvocation,
@@ -33,6 +34,7 @@ __all__ = [
     "Abort",
     "Ack",
     "ChildInvocation",
+    "Effects",
     "HttpInvocation",
     "Invocation",
     "ServerLimits",
@@ -47,6 +49,7 @@ __all__ = [
     "decide_to_fixpoint",
     "dispatch",
     "effective_limits",
+    "effects_of",
     "evaluate_query",
     "invocation",
     "next_run_events",

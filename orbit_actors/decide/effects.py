@@ -1,0 +1,97 @@
+"""What a committed batch asks the world to do: units to hand out, tokens to cancel at their
+workers, children to cancel. Derived from the batch and the state after it, so an actor only
+carries these out and never re-derives workflow semantics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..history import events as ev
+from ..history.state import ExecutionState, Unit
+from ..ir.plan import CompiledDefinition
+from .invocation import Invocation, child_execution_id, invocation
+
+
+@dataclass
+class Effects:
+    """The outward consequences of one committed batch."""
+
+    ready: list[Invocation] = field(default_factory=list)
+    cancel_tokens: dict[str, str] = field(default_factory=dict)
+    cancel_children: dict[str, str] = field(default_factory=dict)
+    finished: bool = False
+
+
+def effects_of(
+    state: ExecutionState, definition: CompiledDefinition, batch: list[ev.Event]
+) -> Effects:
+    """The effects of ``batch``, read against ``state`` after the batch was applied.
+
+    A token is cancelled when its unit was cancelled, timed out, or resolved by another attempt,
+    and when a run ends with tokens still out; a child is cancelled when the unit waiting for it
+    is cancelled. Cancelling a token a worker already reported is harmless: sessions drop it."""
+    out = Effects(finished=state.finished)
+    for event in batch:
+        handler = _EFFECT.get(event.type)
+        if handler is not None:
+            handler(state, definition, event, out)
+    return out
+
+
+def _ready(
+    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+) -> None:
+    assert isinstance(e, ev.StepScheduled)
+    unit = state.units[e.step]
+    if unit.status == "scheduled" and unit.attempt == e.attempt and not state.finished:
+        found = invocation(state, definition, e.step)
+        if found is not None:
+            out.ready = [r for r in out.ready if r.key != e.step] + [found]
+
+
+def _cancelled(
+    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+) -> None:
+    assert isinstance(e, ev.StepCancelled)
+    unit = state.units[e.step]
+    _cancel_tokens(unit, e.reason, out)
+    plan = definition.plans[unit.step_id]
+    if plan.kind == "workflow" and unit.role != "compensate" and unit.tokens:
+        child = child_execution_id(state.execution_id, state.run, unit.key)
+        out.cancel_children[child] = "parent workflow aborted"
+
+
+def _timed_out(
+    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+) -> None:
+    assert isinstance(e, ev.StepAttemptFailed)
+    if e.error.code != "TIMEOUT":
+        return
+    unit = state.units[e.step]
+    for token, attempt in unit.tokens.items():
+        if attempt == e.attempt:
+            out.cancel_tokens[token] = "attempt timed out"
+
+
+def _resolved(
+    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+) -> None:
+    assert isinstance(e, ev.StepSucceeded | ev.StepFailed)
+    unit = state.units.get(e.step)
+    if unit is not None:
+        reason = "step already resolved" if e.type == "StepSucceeded" else "step failed"
+        _cancel_tokens(unit, reason, out)
+
+
+def _cancel_tokens(unit: Unit, reason: str, out: Effects) -> None:
+    for token in unit.tokens:
+        out.cancel_tokens.setdefault(token, reason)
+
+
+_EFFECT = {
+    "StepScheduled": _ready,
+    "StepCancelled": _cancelled,
+    "StepAttemptFailed": _timed_out,
+    "StepSucceeded": _resolved,
+    "StepFailed": _resolved,
+}
