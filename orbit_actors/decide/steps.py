@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..history import events as ev
@@ -44,13 +45,26 @@ def start_step(ctx: Context, plan: StepPlan) -> None:
     _START[plan.kind](ctx, plan)
 
 
-def _when_holds(ctx: Context, plan: StepPlan) -> bool:
-    if plan.when is None:
-        return True
+FAILED: Any = object()
+"""What :func:`evaluated` returns after it failed the step."""
+
+
+def evaluated(ctx: Context, plan: StepPlan, field: str, compute: Callable[[], Any]) -> Any:
+    """``compute()``; or, when it raises EvaluationError, fail the step with EXPRESSION_ERROR
+    naming ``<step path>.<field>`` and return :data:`FAILED`."""
     try:
-        value = plan.when.evaluate(ctx.scope(plan))
+        return compute()
     except EvaluationError as exc:
-        fail_step(ctx, plan.key, f"{plan.path}.when: {exc}")
+        fail_step(ctx, plan.key, f"{plan.path}.{field}: {exc}")
+        return FAILED
+
+
+def _when_holds(ctx: Context, plan: StepPlan) -> bool:
+    when = plan.when
+    if when is None:
+        return True
+    value = evaluated(ctx, plan, "when", lambda: when.evaluate(ctx.scope(plan)))
+    if value is FAILED:
         return False
     if not isinstance(value, bool):
         fail_step(ctx, plan.key, f"{plan.path}.when: expected a boolean, got {value!r}")
@@ -79,20 +93,16 @@ def unit_input(ctx: Context, plan: StepPlan, index: int | None) -> Any:
 
 
 def _start_work(ctx: Context, plan: StepPlan) -> None:
-    try:
-        value = unit_input(ctx, plan, None)
-    except EvaluationError as exc:
-        fail_step(ctx, plan.key, f"{plan.path}.input: {exc}")
-        return
-    _schedule(ctx, plan.key, value)
+    value = evaluated(ctx, plan, "input", lambda: unit_input(ctx, plan, None))
+    if value is not FAILED:
+        _schedule(ctx, plan.key, value)
 
 
 def _start_value(ctx: Context, plan: StepPlan) -> None:
-    assert plan.value is not None
-    try:
-        value = plan.value.render(ctx.scope(plan))
-    except EvaluationError as exc:
-        fail_step(ctx, plan.key, f"{plan.path}.value: {exc}")
+    template = plan.value
+    assert template is not None
+    value = evaluated(ctx, plan, "value", lambda: template.render(ctx.scope(plan)))
+    if value is FAILED:
         return
     _schedule(ctx, plan.key, None)
     ctx.add(ev.StepSucceeded, step=plan.key, attempt=1, output=value)
@@ -105,13 +115,12 @@ def _start_await(ctx: Context, plan: StepPlan) -> None:
 
 
 def _start_sleep(ctx: Context, plan: StepPlan) -> None:
-    if plan.until is None:
+    until = plan.until
+    if until is None:
         fire_at = ctx.now + (plan.step.sleep or 0)
     else:
-        try:
-            raw = plan.until.evaluate(ctx.scope(plan))
-        except EvaluationError as exc:
-            fail_step(ctx, plan.key, f"{plan.path}.until: {exc}")
+        raw = evaluated(ctx, plan, "until", lambda: until.evaluate(ctx.scope(plan)))
+        if raw is FAILED:
             return
         if isinstance(raw, bool) or not isinstance(raw, int | float):
             fail_step(ctx, plan.key, f"{plan.path}.until: expected epoch milliseconds, got {raw!r}")
@@ -122,11 +131,10 @@ def _start_sleep(ctx: Context, plan: StepPlan) -> None:
 
 
 def _fan_out(ctx: Context, plan: StepPlan) -> None:
-    assert plan.for_each is not None
-    try:
-        items = plan.for_each.evaluate(ctx.scope(plan))
-    except EvaluationError as exc:
-        fail_step(ctx, plan.key, f"{plan.path}.for: {exc}")
+    for_each = plan.for_each
+    assert for_each is not None
+    items = evaluated(ctx, plan, "for", lambda: for_each.evaluate(ctx.scope(plan)))
+    if items is FAILED:
         return
     if not isinstance(items, list):
         fail_step(ctx, plan.key, f"{plan.path}.for: expected a list, got {type(items).__name__}")
