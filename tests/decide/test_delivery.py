@@ -148,3 +148,14 @@ def test_a_stale_dispatch_offer_is_refused() -> None:
         dispatch(d.state, d.definition, "zz", token="x", worker_id="w", session="s", now=d.now)
         is None
     )
+
+
+def test_a_late_success_while_waiting_to_retry_is_accepted_and_the_retry_dropped() -> None:
+    d = driver(CHARGE)
+    token = d.dispatch("a")
+    d.fail(token)
+    assert d.unit("a").status == "retry_wait"
+    d.lose_worker(token)
+    assert d.complete(token, {"late": 1}).accepted
+    d.advance(60_000)
+    assert d.state.status == "completed" and d.unit("a").attempt == 1
