@@ -1,5 +1,6 @@
 """Helpers shipped for tests of Orbit and of code built on it."""
 
 from .driver import Driver
+from .memory_store import MemoryStore
 
-__all__ = ["Driver"]
+__all__ = ["Driver", "MemoryStore"]

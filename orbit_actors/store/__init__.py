@@ -1,0 +1,35 @@
+"""Stores: the ``Store`` contract, and its SQLite implementation (the default)."""
+
+from .base import (
+    EXECUTION_STATUSES,
+    TERMINAL_STATUSES,
+    Commit,
+    DefinitionRecord,
+    ExecutionPage,
+    ExecutionRow,
+    PutDefinition,
+    PutOutcome,
+    ScheduleRecord,
+    Store,
+    StoreStatistics,
+    WorkerRecord,
+)
+from .sqlite import SqliteStore, StoreOpenError, open_sqlite_store
+
+__all__ = [
+    "EXECUTION_STATUSES",
+    "TERMINAL_STATUSES",
+    "Commit",
+    "DefinitionRecord",
+    "ExecutionPage",
+    "ExecutionRow",
+    "PutDefinition",
+    "PutOutcome",
+    "ScheduleRecord",
+    "SqliteStore",
+    "Store",
+    "StoreOpenError",
+    "StoreStatistics",
+    "WorkerRecord",
+    "open_sqlite_store",
+]

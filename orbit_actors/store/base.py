@@ -1,0 +1,200 @@
+"""The ``Store`` contract the actors use, and the records it deals in.
+
+Every store (the memory store of :mod:`orbit_actors.testing`, SQLite, later PostgreSQL) meets the
+same contract and runs the same test suite (``tests/store/contract.py``). A write returns only
+once it is durable; a write that fails raises :class:`~orbit_actors.errors.StorageError` and
+leaves nothing of itself visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from ..history.events import Event
+
+PutOutcome = Literal["created", "unchanged", "conflict"]
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "timed_out"})
+EXECUTION_STATUSES = frozenset({"running", *TERMINAL_STATUSES})
+
+
+@dataclass(frozen=True)
+class DefinitionRecord:
+    """One registered ``name@version``, its hash and its IR (as JSON text)."""
+
+    name: str
+    version: str
+    definition_hash: str
+    ir: str
+    registered_at_ms: int
+
+
+@dataclass(frozen=True)
+class PutDefinition:
+    """The answer to registering a definition: what happened, and the record now stored."""
+
+    outcome: PutOutcome
+    record: DefinitionRecord
+
+
+@dataclass(frozen=True)
+class ExecutionRow:
+    """The summary row of an execution, written with every commit of its events."""
+
+    execution_id: str
+    workflow: str
+    version: str
+    definition_hash: str
+    status: str
+    run: int
+    started_at_ms: int
+    closed_at_ms: int | None = None
+    parent_id: str | None = None
+    schedule_id: str | None = None
+    last_seq: int = 0
+
+
+@dataclass(frozen=True)
+class ExecutionPage:
+    """One page of executions, newest first, and the cursor of the next page (None at the end)."""
+
+    executions: list[ExecutionRow]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class WorkerRecord:
+    """A worker ever registered: what it announced and when it was last seen."""
+
+    worker_id: str
+    runtime: str
+    sdk: str
+    contracts: list[dict[str, str]]
+    registered_at_ms: int
+    last_seen_ms: int
+
+
+@dataclass(frozen=True)
+class ScheduleRecord:
+    """A cron schedule; ``spec`` holds its fields as the API takes them."""
+
+    schedule_id: str
+    spec: dict[str, Any]
+    paused: bool
+    created_at_ms: int
+
+
+@dataclass(frozen=True)
+class Commit:
+    """The events of one execution to append, with its summary row. With ``rollover``, run
+    ``row.run - 1`` is archived and ``events`` are the first events of run ``row.run``."""
+
+    row: ExecutionRow
+    events: list[Event]
+    rollover: bool = False
+
+
+@dataclass
+class StoreStatistics:
+    """Counters of the store (exposed as metrics later)."""
+
+    commits: int = 0
+    batches: int = 0
+    events: int = 0
+    largest_batch: int = 0
+    last_batch: int = 0
+
+
+class Store(Protocol):
+    """What the actors need of a store. All methods are async and never block the trio loop."""
+
+    async def put_definition(self, record: DefinitionRecord) -> PutDefinition:
+        """Register a definition: created, unchanged (same hash) or conflict (another hash)."""
+        ...
+
+    async def definitions(self) -> list[DefinitionRecord]:
+        """Every registered definition, in registration order."""
+        ...
+
+    async def commit(self, commit: Commit) -> None:
+        """Append events (and the summary row) atomically; returns once durable."""
+        ...
+
+    async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
+        """The events of the current run, or of run ``run`` (empty when there is none)."""
+        ...
+
+    async def execution(self, execution_id: str) -> ExecutionRow | None:
+        """The summary row of an execution."""
+        ...
+
+    async def running_ids(self) -> list[str]:
+        """Ids of every execution that has not finished."""
+        ...
+
+    async def list_executions(
+        self,
+        *,
+        status: str | None = None,
+        workflow: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> ExecutionPage:
+        """Executions newest first, filtered; ``limit`` is clamped to 1..1000."""
+        ...
+
+    async def count_by_status(self) -> dict[str, int]:
+        """How many executions have each status."""
+        ...
+
+    async def upsert_worker(self, record: WorkerRecord) -> None:
+        """Record a registration (keeps the first ``registered_at_ms``)."""
+        ...
+
+    async def touch_worker(self, worker_id: str, now_ms: int) -> None:
+        """Note that a worker was seen; written at most once a second per worker."""
+        ...
+
+    async def workers(self) -> list[WorkerRecord]:
+        """Every worker ever registered."""
+        ...
+
+    async def put_schedule(self, record: ScheduleRecord) -> PutOutcome:
+        """Create a schedule: created, unchanged (same fields) or conflict."""
+        ...
+
+    async def schedule(self, schedule_id: str) -> ScheduleRecord | None:
+        """One schedule."""
+        ...
+
+    async def schedules(self) -> list[ScheduleRecord]:
+        """Every schedule."""
+        ...
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Delete a schedule (and its claims); False when there was none."""
+        ...
+
+    async def set_schedule_paused(self, schedule_id: str, paused: bool) -> bool:
+        """Pause or resume a schedule; False when there is none."""
+        ...
+
+    async def claim_occurrence(
+        self, schedule_id: str, occurrence_ms: int, owner: str, now_ms: int
+    ) -> bool:
+        """Claim one occurrence before firing it: True for exactly one claimer, ever."""
+        ...
+
+    async def mark_occurrence_fired(
+        self, schedule_id: str, occurrence_ms: int, execution_id: str
+    ) -> None:
+        """Record which execution a claimed occurrence started."""
+        ...
+
+    async def release_claims(self, except_owner: str) -> int:
+        """Release claims of other (dead) processes that never fired; returns how many."""
+        ...
+
+    def statistics(self) -> StoreStatistics:
+        """Commit counters."""
+        ...

@@ -1,0 +1,30 @@
+"""Rules every store enforces on a commit, whatever its engine: one execution's events continue
+its current run with no seq gap; a rollover starts the next run at seq 1."""
+
+from __future__ import annotations
+
+from ..errors import StorageError
+from .base import Commit
+
+
+def check_commit(current: tuple[int, int] | None, commit: Commit) -> None:
+    """Raise StorageError unless ``commit`` may follow ``current`` = (run, last_seq), or None
+    for an execution not stored yet."""
+    row = commit.row
+    run, last_seq = current if current is not None else (row.run, 0)
+    if commit.rollover:
+        if current is None or run != row.run - 1:
+            raise StorageError(
+                f"execution `{row.execution_id}` cannot roll over to run {row.run}: "
+                f"it is in run {run}"
+            )
+        last_seq = 0
+    elif run != row.run:
+        raise StorageError(f"execution `{row.execution_id}` is in run {run}, not {row.run}")
+    expected = last_seq + 1
+    for offset, event in enumerate(commit.events):
+        if event.seq != expected + offset:
+            raise StorageError(
+                f"execution `{row.execution_id}` has seq {last_seq}; "
+                f"event {offset + 1} of the commit has seq {event.seq}"
+            )

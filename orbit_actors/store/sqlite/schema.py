@@ -1,0 +1,141 @@
+"""The SQLite file: opening it safely, recognising it as Orbit's, and explicit, versioned
+migrations. Opening refuses, with a message naming the file and what to do, a file that is not
+SQLite, a SQLite database of another application, one written by a newer Orbit, or one it cannot
+write — it never overwrites anything it does not recognise."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from ...errors import StorageError
+
+APPLICATION_ID = 0x4F524254  # "ORBT" in the database header
+Synchronous = Literal["full", "normal"]
+
+MIGRATIONS: Sequence[Sequence[str]] = (
+    # 1: definitions, executions and their histories
+    (
+        """CREATE TABLE definitions (
+            ord INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL, version TEXT NOT NULL, definition_hash TEXT NOT NULL,
+            ir TEXT NOT NULL, registered_at_ms INTEGER NOT NULL,
+            UNIQUE (name, version))""",
+        """CREATE TABLE executions (
+            ord INTEGER PRIMARY KEY AUTOINCREMENT,
+            execution_id TEXT NOT NULL UNIQUE,
+            workflow TEXT NOT NULL, version TEXT NOT NULL, definition_hash TEXT NOT NULL,
+            status TEXT NOT NULL, run INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+            started_at_ms INTEGER NOT NULL, closed_at_ms INTEGER,
+            parent_id TEXT, schedule_id TEXT)""",
+        "CREATE INDEX executions_by_status ON executions (status, ord)",
+        "CREATE INDEX executions_by_workflow ON executions (workflow, status, ord)",
+        """CREATE TABLE history (
+            execution_id TEXT NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL,
+            event TEXT NOT NULL, PRIMARY KEY (execution_id, run, seq)) WITHOUT ROWID""",
+        """CREATE TABLE run_archive (
+            execution_id TEXT NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL,
+            event TEXT NOT NULL, PRIMARY KEY (execution_id, run, seq)) WITHOUT ROWID""",
+    ),
+    # 2: workers and schedules
+    (
+        """CREATE TABLE workers (
+            worker_id TEXT PRIMARY KEY, runtime TEXT NOT NULL, sdk TEXT NOT NULL,
+            contracts TEXT NOT NULL, registered_at_ms INTEGER NOT NULL,
+            last_seen_ms INTEGER NOT NULL)""",
+        """CREATE TABLE schedules (
+            schedule_id TEXT PRIMARY KEY, spec TEXT NOT NULL, paused INTEGER NOT NULL,
+            created_at_ms INTEGER NOT NULL)""",
+        """CREATE TABLE schedule_claims (
+            schedule_id TEXT NOT NULL, occurrence_ms INTEGER NOT NULL, owner TEXT NOT NULL,
+            claimed_at_ms INTEGER NOT NULL, execution_id TEXT,
+            PRIMARY KEY (schedule_id, occurrence_ms)) WITHOUT ROWID""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StoreOpenError(StorageError):
+    """The database file cannot be used; the message names it and says what to do."""
+
+
+def connect(path: Path, synchronous: Synchronous, *, writer: bool) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL, the asked durability."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=writer, timeout=30)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise StoreOpenError(
+            f"{path}: cannot switch the database to WAL mode (it is in {mode} mode)"
+        )
+    level = {"full": 2, "normal": 1}[synchronous]
+    conn.execute(f"PRAGMA synchronous = {level}")
+    if conn.execute("PRAGMA synchronous").fetchone()[0] != level:
+        raise StoreOpenError(f"{path}: SQLite refused synchronous={synchronous.upper()}")
+    return conn
+
+
+def prepare(path: Path, synchronous: Synchronous) -> None:
+    """Check the file is Orbit's (or new) and migrate it to :data:`SCHEMA_VERSION`."""
+    if path.exists() and path.is_dir():
+        raise StoreOpenError(f"{path} is a directory; give --db the path of a database file")
+    try:
+        conn = connect(path, synchronous, writer=True)
+    except sqlite3.DatabaseError as exc:
+        raise _explain(path, exc) from None
+    try:
+        _migrate(path, conn)
+    except sqlite3.DatabaseError as exc:
+        raise _explain(path, exc) from None
+    finally:
+        conn.close()
+
+
+def _migrate(path: Path, conn: sqlite3.Connection) -> None:
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if app_id != APPLICATION_ID and tables:
+        shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:5])
+        raise StoreOpenError(
+            f"{path} is a SQLite database of another application (tables: {shown}); Orbit will "
+            "not touch it: point --db at a new file or at an Orbit database"
+        )
+    if version > SCHEMA_VERSION:
+        raise StoreOpenError(
+            f"{path} was written by a newer Orbit (schema version {version}; this Orbit knows up "
+            f"to {SCHEMA_VERSION}): upgrade Orbit to open it"
+        )
+    for number in range(version + 1, SCHEMA_VERSION + 1):
+        apply_migration(conn, number)
+
+
+def apply_migration(conn: sqlite3.Connection, number: int) -> None:
+    """Apply migration ``number`` (1-based) and record it, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in MIGRATIONS[number - 1]:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {number}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _explain(path: Path, exc: sqlite3.DatabaseError) -> StoreOpenError:
+    text = str(exc)
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return StoreOpenError(
+            f"{path} cannot be written ({text}): Orbit needs to write it and its -wal and -shm "
+            "files beside it; fix the permissions or point --db elsewhere"
+        )
+    if "not a database" in text or "malformed" in text:
+        return StoreOpenError(
+            f"{path} is not a usable SQLite database ({text}); Orbit will not overwrite it: "
+            "point --db at a new file, or restore this one from a backup"
+        )
+    return StoreOpenError(f"{path} cannot be opened: {text}")

@@ -1,0 +1,410 @@
+"""The embedded store: one SQLite file in WAL mode, group commit on a writer thread, a small pool
+of reader connections run in worker threads. Nothing here blocks the trio loop."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+from ...errors import StorageError
+from ...history.events import Event, event_from_json, event_to_json
+from ..base import (
+    Commit,
+    DefinitionRecord,
+    ExecutionPage,
+    ExecutionRow,
+    PutDefinition,
+    PutOutcome,
+    ScheduleRecord,
+    StoreStatistics,
+    WorkerRecord,
+)
+from ..cursor import clamp_limit, decode_cursor, encode_cursor
+from ..rules import check_commit
+from .schema import Synchronous, connect, prepare
+from .writer import GroupWriter
+
+T = TypeVar("T")
+READERS = 4
+TOUCH_INTERVAL_MS = 1000
+_ROW_COLUMNS = (
+    "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
+    "closed_at_ms, parent_id, schedule_id, last_seq"
+)
+
+
+@asynccontextmanager
+async def open_sqlite_store(
+    path: str | Path, *, synchronous: Synchronous = "full", group_commit: bool = True
+) -> AsyncIterator[SqliteStore]:
+    """Open (creating or migrating) the Orbit database at ``path``. ``synchronous="normal"``
+    is faster but may lose the last commits on a power failure (never on a process crash).
+    ``group_commit=False`` writes one transaction per commit (for comparison only)."""
+    path = Path(path)
+    await trio.to_thread.run_sync(prepare, path, synchronous)
+    writer = GroupWriter(
+        lambda: connect(path, synchronous, writer=True), str(path), 10_000 if group_commit else 1
+    )
+    await writer.start()
+    store = SqliteStore(path, synchronous, writer)
+    try:
+        yield store
+    finally:
+        with trio.CancelScope(shield=True):
+            await writer.stop()
+            store.close_readers()
+
+
+class SqliteStore:
+    """The :class:`~orbit_actors.store.base.Store` on a SQLite file. Open it with
+    :func:`open_sqlite_store`."""
+
+    def __init__(self, path: Path, synchronous: Synchronous, writer: GroupWriter) -> None:
+        self.path = path
+        self._synchronous = synchronous
+        self._writer = writer
+        self._readers: list[sqlite3.Connection] = []
+        self._idle = trio.Semaphore(READERS)
+        self._touched: dict[str, int] = {}
+
+    def statistics(self) -> StoreStatistics:
+        """Commit counters (commits, batches, events, batch sizes)."""
+        return self._writer.stats
+
+    def _connect_reader(self) -> sqlite3.Connection:
+        return connect(self.path, self._synchronous, writer=False)
+
+    def close_readers(self) -> None:
+        """Close the reader connections (the store is closing)."""
+        for conn in self._readers:
+            conn.close()
+        self._readers.clear()
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        async with self._idle:
+            conn = self._readers.pop() if self._readers else None
+            try:
+                if conn is None:
+                    conn = await trio.to_thread.run_sync(self._connect_reader)
+                return await trio.to_thread.run_sync(_guarded_read, work, conn, str(self.path))
+            finally:
+                if conn is not None:
+                    self._readers.append(conn)
+
+    # -- definitions ----------------------------------------------------------------------
+    async def put_definition(self, record: DefinitionRecord) -> PutDefinition:
+        """Register a definition: created, unchanged (same hash) or conflict (another hash)."""
+        return await self._writer.write(lambda conn: _put_definition(conn, record))
+
+    async def definitions(self) -> list[DefinitionRecord]:
+        """Every registered definition, in registration order."""
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT name, version, definition_hash, ir, registered_at_ms FROM definitions ORDER BY ord"
+            ).fetchall()
+        )
+        return [DefinitionRecord(*row) for row in rows]
+
+    # -- executions -----------------------------------------------------------------------
+    async def commit(self, commit: Commit) -> None:
+        """Append events and the summary row atomically; returns once durable."""
+        rows = [
+            (commit.row.execution_id, commit.row.run, e.seq, event_to_json(e))
+            for e in commit.events
+        ]
+        await self._writer.write(lambda conn: _commit(conn, commit, rows), weight=len(rows))
+
+    async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
+        """The events of the current run, or of run ``run``."""
+        texts = await self._read(lambda c: _history(c, execution_id, run))
+        return [event_from_json(text) for text in texts]
+
+    async def execution(self, execution_id: str) -> ExecutionRow | None:
+        """The summary row of an execution."""
+        row = await self._read(
+            lambda c: c.execute(
+                f"SELECT {_ROW_COLUMNS} FROM executions WHERE execution_id = ?", (execution_id,)
+            ).fetchone()
+        )
+        return ExecutionRow(*row) if row else None
+
+    async def running_ids(self) -> list[str]:
+        """Ids of every execution that has not finished."""
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT execution_id FROM executions WHERE status = 'running' ORDER BY ord"
+            ).fetchall()
+        )
+        return [row[0] for row in rows]
+
+    async def list_executions(
+        self,
+        *,
+        status: str | None = None,
+        workflow: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> ExecutionPage:
+        """Executions newest first, filtered; ``limit`` clamped to 1..1000."""
+        limit = clamp_limit(limit)
+        before = decode_cursor(cursor)
+        rows = await self._read(lambda c: _list(c, status, workflow, limit + 1, before))
+        page = [ExecutionRow(*row[1:]) for row in rows[:limit]]
+        next_cursor = encode_cursor(rows[limit - 1][0]) if len(rows) > limit else None
+        return ExecutionPage(page, next_cursor)
+
+    async def count_by_status(self) -> dict[str, int]:
+        """How many executions have each status."""
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT status, COUNT(*) FROM executions GROUP BY status"
+            ).fetchall()
+        )
+        return {status: count for status, count in rows}
+
+    # -- workers --------------------------------------------------------------------------
+    async def upsert_worker(self, record: WorkerRecord) -> None:
+        """Record a registration (the first ``registered_at_ms`` is kept)."""
+        self._touched[record.worker_id] = record.last_seen_ms
+        await self._writer.write(lambda conn: _upsert_worker(conn, record))
+
+    async def touch_worker(self, worker_id: str, now_ms: int) -> None:
+        """Note that a worker was seen; written at most once a second per worker."""
+        if now_ms - self._touched.get(worker_id, -TOUCH_INTERVAL_MS) < TOUCH_INTERVAL_MS:
+            return
+        self._touched[worker_id] = now_ms
+        await self._writer.write(
+            lambda conn: conn.execute(
+                "UPDATE workers SET last_seen_ms = MAX(last_seen_ms, ?) WHERE worker_id = ?",
+                (now_ms, worker_id),
+            )
+        )
+
+    async def workers(self) -> list[WorkerRecord]:
+        """Every worker ever registered."""
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT worker_id, runtime, sdk, contracts, registered_at_ms, last_seen_ms FROM workers ORDER BY worker_id"
+            ).fetchall()
+        )
+        return [WorkerRecord(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in rows]
+
+    # -- schedules ------------------------------------------------------------------------
+    async def put_schedule(self, record: ScheduleRecord) -> PutOutcome:
+        """Create a schedule: created, unchanged (same fields) or conflict."""
+        return await self._writer.write(lambda conn: _put_schedule(conn, record))
+
+    async def schedule(self, schedule_id: str) -> ScheduleRecord | None:
+        """One schedule."""
+        row = await self._read(
+            lambda c: c.execute(
+                "SELECT schedule_id, spec, paused, created_at_ms FROM schedules WHERE schedule_id = ?",
+                (schedule_id,),
+            ).fetchone()
+        )
+        return _schedule(row) if row else None
+
+    async def schedules(self) -> list[ScheduleRecord]:
+        """Every schedule."""
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT schedule_id, spec, paused, created_at_ms FROM schedules ORDER BY schedule_id"
+            ).fetchall()
+        )
+        return [_schedule(row) for row in rows]
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Delete a schedule and its claims."""
+        return await self._writer.write(lambda conn: _delete_schedule(conn, schedule_id))
+
+    async def set_schedule_paused(self, schedule_id: str, paused: bool) -> bool:
+        """Pause or resume a schedule."""
+        return await self._writer.write(
+            lambda conn: (
+                conn.execute(
+                    "UPDATE schedules SET paused = ? WHERE schedule_id = ?",
+                    (int(paused), schedule_id),
+                ).rowcount
+                == 1
+            )
+        )
+
+    async def claim_occurrence(
+        self, schedule_id: str, occurrence_ms: int, owner: str, now_ms: int
+    ) -> bool:
+        """Claim one occurrence: True for exactly one claimer, ever."""
+        return await self._writer.write(
+            lambda conn: (
+                conn.execute(
+                    "INSERT OR IGNORE INTO schedule_claims (schedule_id, occurrence_ms, owner, claimed_at_ms) "
+                    "VALUES (?, ?, ?, ?)",
+                    (schedule_id, occurrence_ms, owner, now_ms),
+                ).rowcount
+                == 1
+            )
+        )
+
+    async def mark_occurrence_fired(
+        self, schedule_id: str, occurrence_ms: int, execution_id: str
+    ) -> None:
+        """Record which execution a claimed occurrence started."""
+        await self._writer.write(
+            lambda conn: conn.execute(
+                "UPDATE schedule_claims SET execution_id = ? WHERE schedule_id = ? AND occurrence_ms = ?",
+                (execution_id, schedule_id, occurrence_ms),
+            )
+        )
+
+    async def release_claims(self, except_owner: str) -> int:
+        """Release other processes' claims that never fired."""
+        return await self._writer.write(
+            lambda conn: (
+                conn.execute(
+                    "DELETE FROM schedule_claims WHERE owner != ? AND execution_id IS NULL",
+                    (except_owner,),
+                ).rowcount
+            )
+        )
+
+
+def _guarded_read(
+    work: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection, describe: str
+) -> T:
+    try:
+        conn.execute("BEGIN")
+        try:
+            return work(conn)
+        finally:
+            conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise StorageError(f"could not read {describe}: {exc}") from None
+
+
+def _put_definition(conn: sqlite3.Connection, record: DefinitionRecord) -> PutDefinition:
+    row = conn.execute(
+        "SELECT name, version, definition_hash, ir, registered_at_ms FROM definitions WHERE name = ? AND version = ?",
+        (record.name, record.version),
+    ).fetchone()
+    if row is not None:
+        existing = DefinitionRecord(*row)
+        outcome: PutOutcome = (
+            "unchanged" if existing.definition_hash == record.definition_hash else "conflict"
+        )
+        return PutDefinition(outcome, existing)
+    conn.execute(
+        "INSERT INTO definitions (name, version, definition_hash, ir, registered_at_ms) VALUES (?, ?, ?, ?, ?)",
+        (record.name, record.version, record.definition_hash, record.ir, record.registered_at_ms),
+    )
+    return PutDefinition("created", record)
+
+
+def _commit(
+    conn: sqlite3.Connection, commit: Commit, rows: list[tuple[str, int, int, str]]
+) -> None:
+    row = commit.row
+    found = conn.execute(
+        "SELECT run, last_seq FROM executions WHERE execution_id = ?", (row.execution_id,)
+    ).fetchone()
+    check_commit(found, commit)
+    if commit.rollover:
+        _archive(conn, row.execution_id, row.run - 1)
+    last_seq = 0 if commit.rollover or found is None else found[1]
+    conn.executemany(
+        "INSERT INTO history (execution_id, run, seq, event) VALUES (?, ?, ?, ?)", rows
+    )
+    conn.execute(
+        f"INSERT INTO executions ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, run = excluded.run, "
+        "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq",
+        (row.execution_id, row.workflow, row.version, row.definition_hash, row.status, row.run,
+         row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id,
+         rows[-1][2] if rows else last_seq),
+    )  # fmt: skip
+
+
+def _archive(conn: sqlite3.Connection, execution_id: str, run: int) -> None:
+    conn.execute(
+        "INSERT INTO run_archive SELECT * FROM history WHERE execution_id = ? AND run = ?",
+        (execution_id, run),
+    )
+    conn.execute("DELETE FROM history WHERE execution_id = ? AND run = ?", (execution_id, run))
+
+
+def _history(conn: sqlite3.Connection, execution_id: str, run: int | None) -> list[str]:
+    found = conn.execute(
+        "SELECT run FROM executions WHERE execution_id = ?", (execution_id,)
+    ).fetchone()
+    if found is None:
+        return []
+    table = "history" if run is None or run == found[0] else "run_archive"
+    rows = conn.execute(
+        f"SELECT event FROM {table} WHERE execution_id = ? AND run = ? ORDER BY seq",
+        (execution_id, found[0] if run is None else run),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def _list(
+    conn: sqlite3.Connection,
+    status: str | None,
+    workflow: str | None,
+    limit: int,
+    before: int | None,
+) -> list[Any]:
+    where: list[str] = []
+    args: list[Any] = []
+    for column, value in (("status", status), ("workflow", workflow)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    if before is not None:
+        where.append("ord < ?")
+        args.append(before)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    return conn.execute(
+        f"SELECT ord, {_ROW_COLUMNS} FROM executions {clause} ORDER BY ord DESC LIMIT ?",
+        (*args, limit),
+    ).fetchall()
+
+
+def _upsert_worker(conn: sqlite3.Connection, record: WorkerRecord) -> None:
+    conn.execute(
+        "INSERT INTO workers (worker_id, runtime, sdk, contracts, registered_at_ms, last_seen_ms) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (worker_id) DO UPDATE SET runtime = excluded.runtime, "
+        "sdk = excluded.sdk, contracts = excluded.contracts, last_seen_ms = excluded.last_seen_ms",
+        (record.worker_id, record.runtime, record.sdk, json.dumps(record.contracts),
+         record.registered_at_ms, record.last_seen_ms),
+    )  # fmt: skip
+
+
+def _put_schedule(conn: sqlite3.Connection, record: ScheduleRecord) -> PutOutcome:
+    row = conn.execute(
+        "SELECT spec FROM schedules WHERE schedule_id = ?", (record.schedule_id,)
+    ).fetchone()
+    if row is not None:
+        return "unchanged" if json.loads(row[0]) == record.spec else "conflict"
+    conn.execute(
+        "INSERT INTO schedules (schedule_id, spec, paused, created_at_ms) VALUES (?, ?, ?, ?)",
+        (
+            record.schedule_id,
+            json.dumps(record.spec, sort_keys=True),
+            int(record.paused),
+            record.created_at_ms,
+        ),
+    )
+    return "created"
+
+
+def _delete_schedule(conn: sqlite3.Connection, schedule_id: str) -> bool:
+    conn.execute("DELETE FROM schedule_claims WHERE schedule_id = ?", (schedule_id,))
+    return conn.execute("DELETE FROM schedules WHERE schedule_id = ?", (schedule_id,)).rowcount == 1
+
+
+def _schedule(row: Any) -> ScheduleRecord:
+    return ScheduleRecord(row[0], json.loads(row[1]), bool(row[2]), row[3])

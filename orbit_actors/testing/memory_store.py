@@ -1,0 +1,239 @@
+"""A store in memory that meets the same contract as the SQLite store, with no threads: every
+call completes within the trio loop, so tests may run it under a ``MockClock`` that autojumps."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import trio
+
+from ..errors import StorageError
+from ..history.events import Event
+from ..store.base import (
+    Commit,
+    DefinitionRecord,
+    ExecutionPage,
+    ExecutionRow,
+    PutDefinition,
+    PutOutcome,
+    ScheduleRecord,
+    StoreStatistics,
+    WorkerRecord,
+)
+from ..store.cursor import clamp_limit, decode_cursor, encode_cursor
+from ..store.rules import check_commit
+
+TOUCH_INTERVAL_MS = 1000
+
+
+class MemoryStore:
+    """The :class:`~orbit_actors.store.base.Store` contract in memory. ``fail_next_commit`` makes
+    the next write raise StorageError, as a full disk would."""
+
+    def __init__(self) -> None:
+        self._definitions: dict[tuple[str, str], DefinitionRecord] = {}
+        self._executions: dict[str, tuple[int, ExecutionRow]] = {}
+        self._history: dict[tuple[str, int], list[Event]] = {}
+        self._workers: dict[str, WorkerRecord] = {}
+        self._touched: dict[str, int] = {}
+        self._schedules: dict[str, ScheduleRecord] = {}
+        self._claims: dict[tuple[str, int], tuple[str, str | None]] = {}
+        self._order = 0
+        self._stats = StoreStatistics()
+        self.fail_next_commit: str | None = None
+
+    def statistics(self) -> StoreStatistics:
+        """Commit counters."""
+        return self._stats
+
+    async def _write(self, weight: int = 1) -> None:
+        await trio.lowlevel.checkpoint()
+        if self.fail_next_commit is not None:
+            message, self.fail_next_commit = self.fail_next_commit, None
+            raise StorageError(message)
+        stats = self._stats
+        stats.commits += 1
+        stats.batches += 1
+        stats.events += weight
+        stats.last_batch = stats.largest_batch = 1
+
+    async def put_definition(self, record: DefinitionRecord) -> PutDefinition:
+        """Register a definition."""
+        await self._write()
+        existing = self._definitions.get((record.name, record.version))
+        if existing is not None:
+            same = existing.definition_hash == record.definition_hash
+            return PutDefinition("unchanged" if same else "conflict", existing)
+        self._definitions[(record.name, record.version)] = record
+        return PutDefinition("created", record)
+
+    async def definitions(self) -> list[DefinitionRecord]:
+        """Every registered definition, in registration order."""
+        await trio.lowlevel.checkpoint()
+        return list(self._definitions.values())
+
+    async def commit(self, commit: Commit) -> None:
+        """Append events and the summary row atomically."""
+        row = commit.row
+        found = self._executions.get(row.execution_id)
+        current = (found[1].run, found[1].last_seq) if found else None
+        check_commit(current, commit)
+        await self._write(len(commit.events))
+        key = (row.execution_id, row.run)
+        events = [] if commit.rollover else self._history.get(key, [])
+        self._history[key] = [*events, *copy.deepcopy(commit.events)]
+        last_seq = self._history[key][-1].seq if self._history[key] else 0
+        if found is None:
+            self._order += 1
+        order = found[0] if found else self._order
+        base = found[1] if found else row
+        self._executions[row.execution_id] = (
+            order,
+            replace(
+                base,
+                status=row.status,
+                run=row.run,
+                closed_at_ms=row.closed_at_ms,
+                last_seq=last_seq,
+            ),
+        )
+
+    async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
+        """The events of the current run, or of run ``run``."""
+        await trio.lowlevel.checkpoint()
+        found = self._executions.get(execution_id)
+        if found is None:
+            return []
+        return list(self._history.get((execution_id, run or found[1].run), []))
+
+    async def execution(self, execution_id: str) -> ExecutionRow | None:
+        """The summary row of an execution."""
+        await trio.lowlevel.checkpoint()
+        found = self._executions.get(execution_id)
+        return found[1] if found else None
+
+    async def running_ids(self) -> list[str]:
+        """Ids of every execution that has not finished."""
+        await trio.lowlevel.checkpoint()
+        rows = sorted(self._executions.values(), key=lambda item: item[0])
+        return [row.execution_id for _, row in rows if row.status == "running"]
+
+    async def list_executions(
+        self,
+        *,
+        status: str | None = None,
+        workflow: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> ExecutionPage:
+        """Executions newest first, filtered."""
+        await trio.lowlevel.checkpoint()
+        limit, before = clamp_limit(limit), decode_cursor(cursor)
+        rows = sorted(self._executions.values(), key=lambda item: -item[0])
+        chosen = [
+            (order, row)
+            for order, row in rows
+            if status in (None, row.status)
+            and workflow in (None, row.workflow)
+            and (before is None or order < before)
+        ][: limit + 1]
+        next_cursor = encode_cursor(chosen[limit - 1][0]) if len(chosen) > limit else None
+        return ExecutionPage([row for _, row in chosen[:limit]], next_cursor)
+
+    async def count_by_status(self) -> dict[str, int]:
+        """How many executions have each status."""
+        await trio.lowlevel.checkpoint()
+        counts: dict[str, int] = {}
+        for _, row in self._executions.values():
+            counts[row.status] = counts.get(row.status, 0) + 1
+        return counts
+
+    async def upsert_worker(self, record: WorkerRecord) -> None:
+        """Record a registration (keeps the first ``registered_at_ms``)."""
+        await self._write()
+        old = self._workers.get(record.worker_id)
+        if old is not None:
+            record = replace(record, registered_at_ms=old.registered_at_ms)
+        self._workers[record.worker_id] = record
+        self._touched[record.worker_id] = record.last_seen_ms
+
+    async def touch_worker(self, worker_id: str, now_ms: int) -> None:
+        """Note that a worker was seen; written at most once a second per worker."""
+        if now_ms - self._touched.get(worker_id, -TOUCH_INTERVAL_MS) < TOUCH_INTERVAL_MS:
+            return
+        self._touched[worker_id] = now_ms
+        await self._write()
+        old = self._workers.get(worker_id)
+        if old is not None:
+            self._workers[worker_id] = replace(old, last_seen_ms=max(old.last_seen_ms, now_ms))
+
+    async def workers(self) -> list[WorkerRecord]:
+        """Every worker ever registered."""
+        await trio.lowlevel.checkpoint()
+        return [self._workers[k] for k in sorted(self._workers)]
+
+    async def put_schedule(self, record: ScheduleRecord) -> PutOutcome:
+        """Create a schedule."""
+        await self._write()
+        old = self._schedules.get(record.schedule_id)
+        if old is not None:
+            return "unchanged" if old.spec == record.spec else "conflict"
+        self._schedules[record.schedule_id] = copy.deepcopy(record)
+        return "created"
+
+    async def schedule(self, schedule_id: str) -> ScheduleRecord | None:
+        """One schedule."""
+        await trio.lowlevel.checkpoint()
+        return self._schedules.get(schedule_id)
+
+    async def schedules(self) -> list[ScheduleRecord]:
+        """Every schedule."""
+        await trio.lowlevel.checkpoint()
+        return [self._schedules[k] for k in sorted(self._schedules)]
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Delete a schedule and its claims."""
+        await self._write()
+        self._claims = {k: v for k, v in self._claims.items() if k[0] != schedule_id}
+        return self._schedules.pop(schedule_id, None) is not None
+
+    async def set_schedule_paused(self, schedule_id: str, paused: bool) -> bool:
+        """Pause or resume a schedule."""
+        await self._write()
+        old = self._schedules.get(schedule_id)
+        if old is None:
+            return False
+        self._schedules[schedule_id] = replace(old, paused=paused)
+        return True
+
+    async def claim_occurrence(
+        self, schedule_id: str, occurrence_ms: int, owner: str, now_ms: int
+    ) -> bool:
+        """Claim one occurrence: True for exactly one claimer."""
+        await self._write()
+        if (schedule_id, occurrence_ms) in self._claims:
+            return False
+        self._claims[(schedule_id, occurrence_ms)] = (owner, None)
+        return True
+
+    async def mark_occurrence_fired(
+        self, schedule_id: str, occurrence_ms: int, execution_id: str
+    ) -> None:
+        """Record which execution a claimed occurrence started."""
+        await self._write()
+        key = (schedule_id, occurrence_ms)
+        if key in self._claims:
+            self._claims[key] = (self._claims[key][0], execution_id)
+
+    async def release_claims(self, except_owner: str) -> int:
+        """Release other processes' claims that never fired."""
+        await self._write()
+        dead = [
+            k
+            for k, (owner, fired) in self._claims.items()
+            if owner != except_owner and fired is None
+        ]
+        for key in dead:
+            del self._claims[key]
+        return len(dead)

@@ -1,0 +1,212 @@
+"""The Store contract, run against every store."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from orbit_actors.errors import InvalidRequestError, StorageError
+from orbit_actors.store import DefinitionRecord, ScheduleRecord, Store, WorkerRecord
+
+from .helpers import commit
+
+
+def definition(version: str = "1.0.0", digest: str = "a" * 64) -> DefinitionRecord:
+    return DefinitionRecord("wf", version, digest, '{"workflow": "wf"}', 5)
+
+
+async def test_a_definition_is_created_then_unchanged_then_in_conflict(store: Store) -> None:
+    assert (await store.put_definition(definition())).outcome == "created"
+    assert (await store.put_definition(definition())).outcome == "unchanged"
+    conflict = await store.put_definition(definition(digest="b" * 64))
+    assert conflict.outcome == "conflict" and conflict.record.definition_hash == "a" * 64
+
+
+async def test_definitions_are_listed_in_registration_order(store: Store) -> None:
+    for version in ("2.0.0", "1.0.0", "1.5.0"):
+        await store.put_definition(definition(version))
+    assert [d.version for d in await store.definitions()] == ["2.0.0", "1.0.0", "1.5.0"]
+
+
+async def test_committed_events_are_read_back_in_order(store: Store) -> None:
+    await store.commit(commit("e1", 1))
+    await store.commit(commit("e1", 4, 2))
+    history = await store.history("e1")
+    assert [e.seq for e in history] == [1, 2, 3, 4, 5]
+    row = await store.execution("e1")
+    assert row is not None and row.last_seq == 5 and row.status == "running"
+
+
+async def test_a_commit_that_would_leave_a_seq_gap_is_refused_and_writes_nothing(
+    store: Store,
+) -> None:
+    await store.commit(commit("e1", 1))
+    with pytest.raises(StorageError, match="seq"):
+        await store.commit(commit("e1", 5))
+    with pytest.raises(StorageError):
+        await store.commit(commit("e1", 3))
+    assert [e.seq for e in await store.history("e1")] == [1, 2, 3]
+
+
+async def test_a_new_execution_starts_at_seq_1(store: Store) -> None:
+    with pytest.raises(StorageError):
+        await store.commit(commit("e1", 2))
+    assert await store.execution("e1") is None
+
+
+async def test_the_summary_row_follows_the_status(store: Store) -> None:
+    await store.commit(commit("e1", 1))
+    await store.commit(commit("e1", 4, 1, status="completed"))
+    row = await store.execution("e1")
+    assert row is not None and row.status == "completed" and row.closed_at_ms == 2000
+    assert await store.running_ids() == []
+
+
+async def test_rollover_archives_the_run_and_starts_the_next_at_seq_1(store: Store) -> None:
+    await store.commit(commit("e1", 1, 4))
+    await store.commit(commit("e1", 1, 2, run=2, rollover=True))
+    assert [e.seq for e in await store.history("e1")] == [1, 2]
+    assert [e.seq for e in await store.history("e1", 1)] == [1, 2, 3, 4]
+    assert [e.seq for e in await store.history("e1", 2)] == [1, 2]
+    assert await store.history("e1", 3) == []
+    row = await store.execution("e1")
+    assert row is not None and (row.run, row.last_seq) == (2, 2)
+
+
+async def test_a_rollover_must_follow_the_current_run(store: Store) -> None:
+    await store.commit(commit("e1", 1))
+    with pytest.raises(StorageError):
+        await store.commit(commit("e1", 1, run=3, rollover=True))
+    with pytest.raises(StorageError):
+        await store.commit(commit("e1", 4, run=2))
+
+
+async def test_running_ids_are_the_non_terminal_executions(store: Store) -> None:
+    await store.commit(commit("a", 1))
+    await store.commit(commit("b", 1, status="failed"))
+    await store.commit(commit("c", 1))
+    assert await store.running_ids() == ["a", "c"]
+
+
+async def test_executions_are_listed_newest_first_with_filters_and_cursor(store: Store) -> None:
+    for index in range(7):
+        await store.commit(
+            commit(
+                f"e{index}",
+                1,
+                1,
+                status="running" if index % 2 else "completed",
+                workflow="w" if index < 5 else "v",
+            )
+        )
+    page = await store.list_executions(limit=3)
+    assert [r.execution_id for r in page.executions] == ["e6", "e5", "e4"]
+    assert page.next_cursor is not None
+    rest = await store.list_executions(limit=3, cursor=page.next_cursor)
+    assert [r.execution_id for r in rest.executions] == ["e3", "e2", "e1"]
+    last = await store.list_executions(limit=3, cursor=rest.next_cursor)
+    assert [r.execution_id for r in last.executions] == ["e0"] and last.next_cursor is None
+    running = await store.list_executions(status="running", workflow="w")
+    assert [r.execution_id for r in running.executions] == ["e3", "e1"]
+
+
+async def test_an_update_keeps_an_executions_place_in_the_list(store: Store) -> None:
+    await store.commit(commit("old", 1))
+    await store.commit(commit("new", 1))
+    await store.commit(commit("old", 4))
+    page = await store.list_executions()
+    assert [r.execution_id for r in page.executions] == ["new", "old"]
+
+
+async def test_limits_are_clamped_not_refused(store: Store) -> None:
+    for index in range(3):
+        await store.commit(commit(f"e{index}", 1, 1))
+    assert len((await store.list_executions(limit=0)).executions) == 1
+    assert len((await store.list_executions(limit=5000)).executions) == 3
+
+
+async def test_a_malformed_cursor_is_an_invalid_request(store: Store) -> None:
+    with pytest.raises(InvalidRequestError, match="cursor"):
+        await store.list_executions(cursor="%%%")
+
+
+async def test_counts_by_status(store: Store) -> None:
+    await store.commit(commit("a", 1))
+    await store.commit(commit("b", 1, status="failed"))
+    await store.commit(commit("c", 1, status="failed"))
+    assert await store.count_by_status() == {"running": 1, "failed": 2}
+
+
+async def test_workers_keep_their_first_registration_time(store: Store) -> None:
+    await store.upsert_worker(
+        WorkerRecord("w1", "python", "sdk/1", [{"task_name": "t", "contract_version": "1"}], 10, 10)
+    )
+    await store.upsert_worker(WorkerRecord("w1", "python", "sdk/2", [], 50, 50))
+    [worker] = await store.workers()
+    assert (worker.registered_at_ms, worker.last_seen_ms, worker.sdk, worker.contracts) == (
+        10,
+        50,
+        "sdk/2",
+        [],
+    )
+
+
+async def test_touching_a_worker_writes_at_most_once_a_second(store: Store) -> None:
+    await store.upsert_worker(WorkerRecord("w1", "python", "sdk", [], 0, 0))
+    before = store.statistics().commits
+    for now in (100, 500, 999, 1000, 1500, 2100):
+        await store.touch_worker("w1", now)
+    assert store.statistics().commits - before == 2
+    assert (await store.workers())[0].last_seen_ms == 2100
+
+
+async def test_schedules_are_created_once_and_paused(store: Store) -> None:
+    spec = {"cron": "@hourly", "workflow": "wf"}
+    assert await store.put_schedule(ScheduleRecord("s1", spec, False, 1)) == "created"
+    assert await store.put_schedule(ScheduleRecord("s1", spec, False, 2)) == "unchanged"
+    assert (
+        await store.put_schedule(ScheduleRecord("s1", {**spec, "cron": "@daily"}, False, 3))
+        == "conflict"
+    )
+    assert await store.set_schedule_paused("s1", True)
+    found = await store.schedule("s1")
+    assert found is not None and found.paused and found.spec == spec
+    assert [s.schedule_id for s in await store.schedules()] == ["s1"]
+    assert await store.delete_schedule("s1") and not await store.delete_schedule("s1")
+    assert await store.schedule("s1") is None
+
+
+async def test_an_occurrence_is_claimed_once(store: Store) -> None:
+    results = []
+
+    async def claim(owner: str) -> None:
+        results.append(await store.claim_occurrence("s1", 60_000, owner, 1))
+
+    async with trio.open_nursery() as nursery:
+        for owner in ("a", "b", "c"):
+            nursery.start_soon(claim, owner)
+    assert sorted(results) == [False, False, True]
+
+
+async def test_claims_of_a_dead_process_that_never_fired_are_released(store: Store) -> None:
+    await store.claim_occurrence("s1", 1, "dead", 1)
+    await store.claim_occurrence("s1", 2, "dead", 1)
+    await store.mark_occurrence_fired("s1", 2, "s1:run")
+    await store.claim_occurrence("s1", 3, "me", 1)
+    assert await store.release_claims(except_owner="me") == 1
+    assert await store.claim_occurrence("s1", 1, "me", 2)
+    assert not await store.claim_occurrence("s1", 2, "me", 2)
+
+
+async def test_concurrent_committers_keep_each_executions_order(store: Store) -> None:
+    async def committer(execution_id: str) -> None:
+        for first in range(1, 31, 3):
+            await store.commit(commit(execution_id, first))
+
+    async with trio.open_nursery() as nursery:
+        for index in range(20):
+            nursery.start_soon(committer, f"e{index}")
+    for index in range(20):
+        history = await store.history(f"e{index}")
+        assert [e.seq for e in history] == list(range(1, 31))
+        assert [e.payload["n"] for e in history] == list(range(1, 31))  # type: ignore[union-attr]
