@@ -35,7 +35,14 @@ def events(first_seq: int, count: int = 3, pad: int = 250) -> list[Event]:
     ]
 
 
-def commit(execution_id: str, first_seq: int, count: int = 3, **kwargs: object) -> Commit:
+def commit(
+    execution_id: str,
+    first_seq: int,
+    count: int = 3,
+    *,
+    pad: int = 250,
+    rollover: bool = False,
+    **kwargs: object,
+) -> Commit:
     """A commit of ``count`` events for ``execution_id``."""
-    rollover = bool(kwargs.pop("rollover", False))
-    return Commit(row(execution_id, **kwargs), events(first_seq, count), rollover=rollover)  # type: ignore[arg-type]
+    return Commit(row(execution_id, **kwargs), events(first_seq, count, pad), rollover=rollover)  # type: ignore[arg-type]
