@@ -7,39 +7,31 @@ payload fields (``output``, ``input``, ``payload``) keep an explicit ``null``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    TypeAdapter,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    _omit_when_none: ClassVar[frozenset[str]] = frozenset()
 
-    @model_serializer(mode="wrap")
-    def _drop_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for name in self._omit_when_none:
-            if data.get(name, 0) is None:
-                del data[name]
-        return data
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+def _optional() -> Any:
+    """An optional field, left out of the JSON when absent."""
+    return Field(default=None, exclude_if=_absent)
 
 
 class ErrorInfo(_Frozen):
     """An error as history records it: ``{code, message, retryable, details?}``."""
 
-    _omit_when_none = frozenset({"details"})
     code: str
     message: str
     retryable: bool = False
-    details: dict[str, Any] | None = None
+    details: dict[str, Any] | None = _optional()
 
     def public(self) -> dict[str, Any]:
         """The ``{code, message, details}`` view expressions read."""
@@ -69,7 +61,6 @@ class _Event(_Frozen):
 class WorkflowCreated(_Event):
     """The run exists: its definition, input and effective limits."""
 
-    _omit_when_none = frozenset({"parent", "schedule_id"})
     type: Literal["WorkflowCreated"] = "WorkflowCreated"
     execution_id: str
     workflow: str
@@ -77,8 +68,8 @@ class WorkflowCreated(_Event):
     definition_hash: str
     input: Any
     limits: EffectiveLimits
-    parent: ParentRef | None = None
-    schedule_id: str | None = None
+    parent: ParentRef | None = _optional()
+    schedule_id: str | None = _optional()
     run: int = 1
 
 
@@ -117,14 +108,13 @@ class StepFanOut(_Event):
 class StepDispatched(_Event):
     """An attempt left for a worker (or the built-in runner, or a child) under a fresh token."""
 
-    _omit_when_none = frozenset({"deadline_ms"})
     type: Literal["StepDispatched"] = "StepDispatched"
     step: str
     attempt: int
     token: str
     worker_id: str
     worker_session: str
-    deadline_ms: int | None = None
+    deadline_ms: int | None = _optional()
 
 
 class StepSucceeded(_Event):

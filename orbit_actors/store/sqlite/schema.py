@@ -32,12 +32,13 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             parent_id TEXT, schedule_id TEXT)""",
         "CREATE INDEX executions_by_status ON executions (status, ord)",
         "CREATE INDEX executions_by_workflow ON executions (workflow, status, ord)",
+        # rowid tables: events are a few hundred bytes, too large for WITHOUT ROWID to pay off
         """CREATE TABLE history (
             execution_id TEXT NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL,
-            event TEXT NOT NULL, PRIMARY KEY (execution_id, run, seq)) WITHOUT ROWID""",
+            event TEXT NOT NULL, PRIMARY KEY (execution_id, run, seq))""",
         """CREATE TABLE run_archive (
             execution_id TEXT NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL,
-            event TEXT NOT NULL, PRIMARY KEY (execution_id, run, seq)) WITHOUT ROWID""",
+            event TEXT NOT NULL, PRIMARY KEY (execution_id, run, seq))""",
     ),
     # 2: workers and schedules
     (

@@ -26,17 +26,13 @@ from ..base import (
     WorkerRecord,
 )
 from ..cursor import clamp_limit, decode_cursor, encode_cursor
-from ..rules import check_commit
+from .commits import ROW_COLUMNS, CommitBatcher, CommitWork
 from .schema import Synchronous, connect, prepare
 from .writer import GroupWriter
 
 T = TypeVar("T")
 READERS = 4
 TOUCH_INTERVAL_MS = 1000
-_ROW_COLUMNS = (
-    "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
-    "closed_at_ms, parent_id, schedule_id, last_seq"
-)
 
 
 @asynccontextmanager
@@ -49,7 +45,10 @@ async def open_sqlite_store(
     path = Path(path)
     await trio.to_thread.run_sync(prepare, path, synchronous)
     writer = GroupWriter(
-        lambda: connect(path, synchronous, writer=True), str(path), 10_000 if group_commit else 1
+        lambda: connect(path, synchronous, writer=True),
+        str(path),
+        10_000 if group_commit else 1,
+        CommitBatcher(),
     )
     await writer.start()
     store = SqliteStore(path, synchronous, writer)
@@ -114,11 +113,9 @@ class SqliteStore:
     # -- executions -----------------------------------------------------------------------
     async def commit(self, commit: Commit) -> None:
         """Append events and the summary row atomically; returns once durable."""
-        rows = [
-            (commit.row.execution_id, commit.row.run, e.seq, event_to_json(e))
-            for e in commit.events
-        ]
-        await self._writer.write(lambda conn: _commit(conn, commit, rows), weight=len(rows))
+        execution_id, run = commit.row.execution_id, commit.row.run
+        rows = [(execution_id, run, e.seq, event_to_json(e)) for e in commit.events]
+        await self._writer.submit(CommitWork(commit, rows), weight=len(rows))
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run, or of run ``run``."""
@@ -129,7 +126,7 @@ class SqliteStore:
         """The summary row of an execution."""
         row = await self._read(
             lambda c: c.execute(
-                f"SELECT {_ROW_COLUMNS} FROM executions WHERE execution_id = ?", (execution_id,)
+                f"SELECT {ROW_COLUMNS} FROM executions WHERE execution_id = ?", (execution_id,)
             ).fetchone()
         )
         return ExecutionRow(*row) if row else None
@@ -304,38 +301,6 @@ def _put_definition(conn: sqlite3.Connection, record: DefinitionRecord) -> PutDe
     return PutDefinition("created", record)
 
 
-def _commit(
-    conn: sqlite3.Connection, commit: Commit, rows: list[tuple[str, int, int, str]]
-) -> None:
-    row = commit.row
-    found = conn.execute(
-        "SELECT run, last_seq FROM executions WHERE execution_id = ?", (row.execution_id,)
-    ).fetchone()
-    check_commit(found, commit)
-    if commit.rollover:
-        _archive(conn, row.execution_id, row.run - 1)
-    last_seq = 0 if commit.rollover or found is None else found[1]
-    conn.executemany(
-        "INSERT INTO history (execution_id, run, seq, event) VALUES (?, ?, ?, ?)", rows
-    )
-    conn.execute(
-        f"INSERT INTO executions ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, run = excluded.run, "
-        "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq",
-        (row.execution_id, row.workflow, row.version, row.definition_hash, row.status, row.run,
-         row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id,
-         rows[-1][2] if rows else last_seq),
-    )  # fmt: skip
-
-
-def _archive(conn: sqlite3.Connection, execution_id: str, run: int) -> None:
-    conn.execute(
-        "INSERT INTO run_archive SELECT * FROM history WHERE execution_id = ? AND run = ?",
-        (execution_id, run),
-    )
-    conn.execute("DELETE FROM history WHERE execution_id = ? AND run = ?", (execution_id, run))
-
-
 def _history(conn: sqlite3.Connection, execution_id: str, run: int | None) -> list[str]:
     found = conn.execute(
         "SELECT run FROM executions WHERE execution_id = ?", (execution_id,)
@@ -368,7 +333,7 @@ def _list(
         args.append(before)
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     return conn.execute(
-        f"SELECT ord, {_ROW_COLUMNS} FROM executions {clause} ORDER BY ord DESC LIMIT ?",
+        f"SELECT ord, {ROW_COLUMNS} FROM executions {clause} ORDER BY ord DESC LIMIT ?",
         (*args, limit),
     ).fetchall()
 

@@ -11,8 +11,8 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 import trio
 
@@ -23,11 +23,28 @@ T = TypeVar("T")
 Work = Callable[[sqlite3.Connection], T]
 
 
+class Batcher(Protocol):
+    """Runs the writes of one kind together (one statement for the whole batch), and keeps
+    whatever it caches in step with the transaction's outcome."""
+
+    def accepts(self, work: object) -> bool:
+        """True for the writes this batcher runs."""
+        ...
+
+    def run(self, conn: sqlite3.Connection, works: list[Any]) -> None:
+        """Run ``works`` inside the open transaction."""
+        ...
+
+    def settle(self, committed: bool) -> None:
+        """The transaction was committed (True) or rolled back (False)."""
+        ...
+
+
 @dataclass(eq=False)
 class _Request(Generic[T]):
-    work: Work[T]
+    work: Any  # a Work[T], or a write the batcher runs
     weight: int
-    done: trio.Event = field(default_factory=trio.Event)
+    task: trio.lowlevel.Task
     result: Any = None
     error: BaseException | None = None
 
@@ -44,8 +61,10 @@ class GroupWriter:
         connect: Callable[[], sqlite3.Connection],
         describe: str,
         max_batch: int = 10_000,
+        batcher: Batcher | None = None,
     ) -> None:
         self._connect = connect
+        self._batcher = batcher
         self._describe = describe
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -70,16 +89,20 @@ class GroupWriter:
     async def write(self, work: Work[T], weight: int = 1) -> T:
         """Run ``work`` in the next transaction; return once it is durable. The wait is shielded
         from cancellation: a write that was handed over completes or fails, never half-known."""
+        result: T = await self.submit(work, weight)
+        return result
+
+    async def submit(self, work: object, weight: int = 1) -> Any:
+        """Like :meth:`write`, for a write the batcher runs (its result is None)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
         if not self._thread.is_alive():
             raise StorageError(f"the store {self._describe} is closed")
-        request: _Request[T] = _Request(work, weight)
+        request: _Request[Any] = _Request(work, weight, trio.lowlevel.current_task())
         self._queue.put(request)
-        with trio.CancelScope(shield=True):
-            await request.done.wait()
+        await trio.lowlevel.wait_task_rescheduled(_not_cancellable)
         if request.error is not None:
             raise request.error
-        result: T = request.result
-        return result
+        return request.result
 
     def _run(self) -> None:
         try:
@@ -114,21 +137,28 @@ class GroupWriter:
         return stop
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Request[Any]]) -> None:
+        batcher = self._batcher
+        grouped = [r for r in batch if batcher is not None and batcher.accepts(r.work)]
         try:
             conn.execute("BEGIN IMMEDIATE")
-            results = [request.work(conn) for request in batch]
+            if grouped and batcher is not None:
+                batcher.run(conn, [r.work for r in grouped])
+            for request in batch:
+                if not (grouped and batcher is not None and batcher.accepts(request.work)):
+                    request.result = request.work(conn)
             conn.execute("COMMIT")
         except BaseException as exc:
             _rollback(conn)
+            if batcher is not None:
+                batcher.settle(committed=False)
             error = _as_storage_error(exc, self._describe)
             for request in batch:
                 request.error = error
         else:
-            for request, result in zip(batch, results, strict=True):
-                request.result = result
+            if batcher is not None:
+                batcher.settle(committed=True)
             self._count(batch)
-        for request in batch:
-            self._wake(request)
+        self._wake(batch)
 
     def _count(self, batch: list[_Request[Any]]) -> None:
         stats = self.stats
@@ -138,9 +168,21 @@ class GroupWriter:
         stats.last_batch = len(batch)
         stats.largest_batch = max(stats.largest_batch, len(batch))
 
-    def _wake(self, request: _Request[Any]) -> None:
+    def _wake(self, batch: list[_Request[Any]]) -> None:
+        """Wake every requester of the batch with one call into the trio loop."""
+
+        def wake_all() -> None:
+            for request in batch:
+                trio.lowlevel.reschedule(request.task)
+
         with contextlib.suppress(trio.RunFinishedError):  # the caller's loop is gone
-            self._token.run_sync_soon(request.done.set)
+            self._token.run_sync_soon(wake_all)
+
+
+def _not_cancellable(raise_cancel: object) -> trio.lowlevel.Abort:
+    """A write handed to the writer cannot be abandoned half-way: its wait ignores cancellation
+    (the caller sees it at its next checkpoint, once the outcome is known)."""
+    return trio.lowlevel.Abort.FAILED
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
