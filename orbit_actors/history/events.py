@@ -321,6 +321,16 @@ def event_to_json(event: Event) -> str:
     return event.model_dump_json()
 
 
+def events_to_json(events: list[Event]) -> str:
+    """The JSON array of several events, in one call (what a store writes per commit)."""
+    return "[" + ",".join(e.__pydantic_serializer__.to_json(e).decode() for e in events) + "]"
+
+
+def events_from_json(data: str | bytes) -> list[Event]:
+    """Decode a JSON array of events."""
+    return _LIST_ADAPTER.validate_json(data)
+
+
 def events_from_jsonl(text: str) -> list[Event]:
     """Decode a JSON-lines history."""
     return [event_from_json(line) for line in text.splitlines() if line.strip()]

@@ -37,9 +37,10 @@ class PutDefinition:
     record: DefinitionRecord
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ExecutionRow:
-    """The summary row of an execution, written with every commit of its events."""
+    """The summary row of an execution, written with every commit of its events (a value:
+    never changed once made; not frozen only because it is built on every commit)."""
 
     execution_id: str
     workflow: str
@@ -84,7 +85,7 @@ class ScheduleRecord:
     created_at_ms: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Commit:
     """The events of one execution to append, with its summary row. With ``rollover``, run
     ``row.run - 1`` is archived and ``events`` are the first events of run ``row.run``."""

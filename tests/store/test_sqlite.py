@@ -280,18 +280,27 @@ def test_acknowledged_commits_survive_sigkill_twenty_times(tmp_path: Path) -> No
 def _verify(path: Path, acknowledged: dict[str, int]) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    stored = dict(conn.execute("SELECT execution_id, last_seq FROM executions").fetchall())
+    stored = {
+        row[0]: (row[1], row[2])
+        for row in conn.execute("SELECT execution_id, last_seq, head FROM executions")
+    }
     for execution_id, seq in acknowledged.items():
-        assert stored.get(execution_id, 0) >= seq, (
+        assert stored.get(execution_id, (0, None))[0] >= seq, (
             f"{execution_id}: acknowledged {seq}, kept {stored.get(execution_id)}"
         )
-    for execution_id, last_seq in stored.items():
-        seqs = [
-            r[0]
-            for r in conn.execute(
-                "SELECT seq FROM history WHERE execution_id = ? ORDER BY seq", (execution_id,)
+    for execution_id, (last_seq, head) in stored.items():
+        seqs: list[int] = []
+        while head is not None:  # walk the run's chain of segments, newest first
+            first, last, prev, text, owner = conn.execute(
+                "SELECT first_seq, last_seq, prev, events, execution_id FROM segments WHERE id = ?",
+                (head,),
+            ).fetchone()
+            inside = [event["seq"] for event in json.loads(text)]
+            assert owner == execution_id and inside == list(range(first, last + 1)), (
+                f"{execution_id}: a broken segment"
             )
-        ]
+            seqs = inside + seqs
+            head = prev
         assert seqs == list(range(1, last_seq + 1)), f"{execution_id}: gap or partial batch"
         assert last_seq % 3 == 0, f"{execution_id}: a partial batch of {last_seq % 3} events"
     conn.close()

@@ -1,13 +1,21 @@
-"""Commits of execution events, written a whole batch at a time: one statement for every history
-row of the batch and one for every summary row. The writer thread is the database's only
-writer, so it remembers each running execution's (run, last_seq) instead of reading it back
-before every commit; what a rolled-back transaction staged is forgotten."""
+"""Commits of execution events, written a whole batch at a time.
+
+History is an append-only log of **segments**: one row per commit holding the commit's events as
+a JSON array (seqs ``first_seq..last_seq``) and the id of the run's previous segment. An
+execution's summary row points at the newest segment of its current run (``head``); an archived
+run keeps its head in ``runs``. A commit therefore appends to the end of one table and rewrites
+one summary row — no secondary index is touched — which keeps the pages each fsync carries few.
+
+The writer thread is the database's only writer, so it remembers each running execution's
+position (run, last_seq, head) and the next segment id instead of reading them back before every
+commit; what a rolled-back transaction staged is forgotten.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..base import TERMINAL_STATUSES, Commit
 from ..rules import check_commit
@@ -16,29 +24,44 @@ ROW_COLUMNS = (
     "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
     "closed_at_ms, parent_id, schedule_id, last_seq"
 )
-_UPSERT = (
-    f"INSERT INTO executions ({ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, run = excluded.run, "
-    "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq"
+_INSERT_EXECUTION = f"INSERT INTO executions (ord, {ROW_COLUMNS}, head) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_UPDATE_EXECUTION = (
+    "UPDATE executions SET status = ?, run = ?, closed_at_ms = ?, last_seq = ?, head = ? "
+    "WHERE ord = ?"
 )
-_INSERT_EVENT = "INSERT INTO history (execution_id, run, seq, event) VALUES (?, ?, ?, ?)"
+_INSERT_SEGMENT = (
+    "INSERT INTO segments (id, execution_id, run, first_seq, last_seq, prev, events) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_ARCHIVE_RUN = "INSERT INTO runs (execution_id, run, head, last_seq) VALUES (?, ?, ?, ?)"
 _LOOKUP_CHUNK = 500
+
+
+class Position(NamedTuple):
+    """Where an execution's history ends (run, last seq, newest segment) and its row (ord)."""
+
+    ord: int
+    run: int
+    last_seq: int
+    head: int | None
 
 
 @dataclass(frozen=True, eq=False)
 class CommitWork:
-    """One commit with its events already serialized: ``rows`` of (id, run, seq, json)."""
+    """One commit with its events already serialized as one JSON array."""
 
     commit: Commit
-    rows: list[tuple[str, int, int, str]]
+    events_json: str
 
 
 class CommitBatcher:
     """Runs every :class:`CommitWork` of a batch together (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._positions: dict[str, tuple[int, int]] = {}
-        self._staged: dict[str, tuple[int, int] | None] = {}
+        self._positions: dict[str, Position] = {}
+        self._staged: dict[str, Position | None] = {}
+        self._next: dict[str, int] = {}
+        self._staged_next: dict[str, int] = {}
 
     def accepts(self, work: object) -> bool:
         """True for :class:`CommitWork`."""
@@ -47,70 +70,120 @@ class CommitBatcher:
     def run(self, conn: sqlite3.Connection, works: list[Any]) -> None:
         """Check and write every commit of the batch."""
         self._load_missing(conn, works)
-        rows: list[tuple[str, int, int, str]] = []
-        summaries: list[tuple[Any, ...]] = []
+        self._staged_next = {
+            table: self._first_free(conn, table) for table in ("segments", "executions")
+        }
+        segments: list[tuple[Any, ...]] = []
+        inserts: list[tuple[Any, ...]] = []
+        updates: list[tuple[Any, ...]] = []
+        archived: list[tuple[Any, ...]] = []
         for work in works:
-            self._check(work.commit)
-            if work.commit.rollover:
-                conn.executemany(_INSERT_EVENT, rows)
-                rows = []
-                _archive(conn, work.commit.row.execution_id, work.commit.row.run - 1)
-            rows += work.rows
-            summaries.append(self._summary(work))
-        conn.executemany(_INSERT_EVENT, rows)
-        conn.executemany(_UPSERT, summaries)
+            commit: Commit = work.commit
+            current = self._current(commit.row.execution_id)
+            check_commit(current and (current.run, current.last_seq), commit)
+            if commit.rollover and current is not None:
+                archived.append(
+                    (commit.row.execution_id, current.run, current.head, current.last_seq)
+                )
+            head = current.head if current is not None and not commit.rollover else None
+            if commit.events:
+                segment_id = self._allocate("segments")
+                segments.append(_segment(segment_id, head, work))
+                head = segment_id
+            self._summarize(commit, current, head, inserts, updates)
+        conn.executemany(_ARCHIVE_RUN, archived)
+        conn.executemany(_INSERT_SEGMENT, segments)
+        conn.executemany(_INSERT_EXECUTION, inserts)
+        conn.executemany(_UPDATE_EXECUTION, updates)
 
     def settle(self, committed: bool) -> None:
-        """Keep the staged positions when the transaction committed; forget them otherwise."""
+        """Keep what the batch staged when the transaction committed; forget it otherwise."""
         if committed:
             for execution_id, position in self._staged.items():
                 if position is None:
                     self._positions.pop(execution_id, None)
                 else:
                     self._positions[execution_id] = position
+            self._next.update(self._staged_next)
         self._staged.clear()
 
-    def _current(self, execution_id: str) -> tuple[int, int] | None:
+    def _first_free(self, conn: sqlite3.Connection, table: str) -> int:
+        if table not in self._next:
+            column = "id" if table == "segments" else "ord"
+            found = conn.execute(f"SELECT MAX({column}) FROM {table}").fetchone()[0]
+            self._next[table] = (found or 0) + 1
+        return self._next[table]
+
+    def _allocate(self, table: str) -> int:
+        value = self._staged_next[table]
+        self._staged_next[table] = value + 1
+        return value
+
+    def _current(self, execution_id: str) -> Position | None:
         if execution_id in self._staged:
             return self._staged[execution_id]
         return self._positions.get(execution_id)
 
-    def _check(self, commit: Commit) -> None:
-        check_commit(self._current(commit.row.execution_id), commit)
-
-    def _summary(self, work: CommitWork) -> tuple[Any, ...]:
-        row = work.commit.row
-        current = self._current(row.execution_id)
-        last_seq = (
-            work.rows[-1][2]
-            if work.rows
-            else (0 if work.commit.rollover or current is None else current[1])
-        )
+    def _summarize(
+        self,
+        commit: Commit,
+        current: Position | None,
+        head: int | None,
+        inserts: list[tuple[Any, ...]],
+        updates: list[tuple[Any, ...]],
+    ) -> None:
+        row, events = commit.row, commit.events
+        if events:
+            last_seq = events[-1].seq
+        else:
+            last_seq = 0 if commit.rollover or current is None else current.last_seq
+        if current is None:
+            ord_ = self._allocate("executions")
+            inserts.append((ord_, row.execution_id, row.workflow, row.version, row.definition_hash,
+                            row.status, row.run, row.started_at_ms, row.closed_at_ms, row.parent_id,
+                            row.schedule_id, last_seq, head))  # fmt: skip
+        else:
+            ord_ = current.ord
+            updates.append((row.status, row.run, row.closed_at_ms, last_seq, head, ord_))
         running = row.status not in TERMINAL_STATUSES
-        self._staged[row.execution_id] = (row.run, last_seq) if running else None
-        return (row.execution_id, row.workflow, row.version, row.definition_hash, row.status, row.run,
-                row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id, last_seq)  # fmt: skip
+        self._staged[row.execution_id] = (
+            Position(ord_, row.run, last_seq, head) if running else None
+        )
 
     def _load_missing(self, conn: sqlite3.Connection, works: list[Any]) -> None:
-        missing = list(
-            {
-                w.commit.row.execution_id
-                for w in works
-                if self._current(w.commit.row.execution_id) is None
-            }
-        )
+        ids = {w.commit.row.execution_id for w in works}
+        missing = [i for i in ids if self._current(i) is None]
         for start in range(0, len(missing), _LOOKUP_CHUNK):
             chunk = missing[start : start + _LOOKUP_CHUNK]
             marks = ", ".join("?" * len(chunk))
-            query = f"SELECT execution_id, run, last_seq FROM executions WHERE execution_id IN ({marks})"
-            for execution_id, run, last_seq in conn.execute(query, chunk):
-                self._positions[execution_id] = (run, last_seq)
+            query = (
+                "SELECT execution_id, ord, run, last_seq, head FROM executions "
+                f"WHERE execution_id IN ({marks})"
+            )
+            for execution_id, ord_, run, last_seq, head in conn.execute(query, chunk):
+                self._positions[execution_id] = Position(ord_, run, last_seq, head)
 
 
-def _archive(conn: sqlite3.Connection, execution_id: str, run: int) -> None:
-    conn.execute(
-        "INSERT INTO run_archive (execution_id, run, seq, event) "
-        "SELECT execution_id, run, seq, event FROM history WHERE execution_id = ? AND run = ?",
-        (execution_id, run),
+def _segment(segment_id: int, prev: int | None, work: CommitWork) -> tuple[Any, ...]:
+    row, events = work.commit.row, work.commit.events
+    return (
+        segment_id,
+        row.execution_id,
+        row.run,
+        events[0].seq,
+        events[-1].seq,
+        prev,
+        work.events_json,
     )
-    conn.execute("DELETE FROM history WHERE execution_id = ? AND run = ?", (execution_id, run))
+
+
+HISTORY_OF_RUN = """
+WITH RECURSIVE chain(id) AS (
+    SELECT ? WHERE ? IS NOT NULL
+    UNION ALL
+    SELECT segments.prev FROM segments JOIN chain ON segments.id = chain.id
+    WHERE segments.prev IS NOT NULL
+)
+SELECT events FROM segments WHERE id IN (SELECT id FROM chain) ORDER BY first_seq
+"""
+"""The events (JSON arrays, in seq order) of the run whose newest segment is ``?`` (given twice)."""

@@ -24,21 +24,24 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             ir TEXT NOT NULL, registered_at_ms INTEGER NOT NULL,
             UNIQUE (name, version))""",
         """CREATE TABLE executions (
-            ord INTEGER PRIMARY KEY AUTOINCREMENT,
+            ord INTEGER PRIMARY KEY,
             execution_id TEXT NOT NULL UNIQUE,
             workflow TEXT NOT NULL, version TEXT NOT NULL, definition_hash TEXT NOT NULL,
             status TEXT NOT NULL, run INTEGER NOT NULL, last_seq INTEGER NOT NULL,
             started_at_ms INTEGER NOT NULL, closed_at_ms INTEGER,
-            parent_id TEXT, schedule_id TEXT)""",
+            parent_id TEXT, schedule_id TEXT,
+            head INTEGER)""",
         "CREATE INDEX executions_by_status ON executions (status, ord)",
         "CREATE INDEX executions_by_workflow ON executions (workflow, status, ord)",
-        # rowid tables: events are a few hundred bytes, too large for WITHOUT ROWID to pay off
-        """CREATE TABLE history (
-            execution_id TEXT NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL,
-            event TEXT NOT NULL, PRIMARY KEY (execution_id, run, seq))""",
-        """CREATE TABLE run_archive (
-            execution_id TEXT NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL,
-            event TEXT NOT NULL, PRIMARY KEY (execution_id, run, seq))""",
+        # History: an append-only log of segments (one per commit), chained per run; the
+        # summary row (executions.head) or an archived run (runs.head) points at the newest.
+        """CREATE TABLE segments (
+            id INTEGER PRIMARY KEY, execution_id TEXT NOT NULL, run INTEGER NOT NULL,
+            first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, prev INTEGER,
+            events TEXT NOT NULL)""",
+        """CREATE TABLE runs (
+            execution_id TEXT NOT NULL, run INTEGER NOT NULL, head INTEGER,
+            last_seq INTEGER NOT NULL, PRIMARY KEY (execution_id, run)) WITHOUT ROWID""",
     ),
     # 2: workers and schedules
     (

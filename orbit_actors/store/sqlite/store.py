@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import trio
 
 from ...errors import StorageError
-from ...history.events import Event, event_from_json, event_to_json
+from ...history.events import Event, events_from_json, events_to_json
 from ..base import (
     Commit,
     DefinitionRecord,
@@ -26,7 +26,7 @@ from ..base import (
     WorkerRecord,
 )
 from ..cursor import clamp_limit, decode_cursor, encode_cursor
-from .commits import ROW_COLUMNS, CommitBatcher, CommitWork
+from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher, CommitWork
 from .schema import Synchronous, connect, prepare
 from .writer import GroupWriter
 
@@ -113,14 +113,13 @@ class SqliteStore:
     # -- executions -----------------------------------------------------------------------
     async def commit(self, commit: Commit) -> None:
         """Append events and the summary row atomically; returns once durable."""
-        execution_id, run = commit.row.execution_id, commit.row.run
-        rows = [(execution_id, run, e.seq, event_to_json(e)) for e in commit.events]
-        await self._writer.submit(CommitWork(commit, rows), weight=len(rows))
+        work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
+        await self._writer.submit(work, weight=len(commit.events))
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run, or of run ``run``."""
-        texts = await self._read(lambda c: _history(c, execution_id, run))
-        return [event_from_json(text) for text in texts]
+        segments = await self._read(lambda c: _history(c, execution_id, run))
+        return [event for segment in segments for event in events_from_json(segment)]
 
     async def execution(self, execution_id: str) -> ExecutionRow | None:
         """The summary row of an execution."""
@@ -303,16 +302,19 @@ def _put_definition(conn: sqlite3.Connection, record: DefinitionRecord) -> PutDe
 
 def _history(conn: sqlite3.Connection, execution_id: str, run: int | None) -> list[str]:
     found = conn.execute(
-        "SELECT run FROM executions WHERE execution_id = ?", (execution_id,)
+        "SELECT run, head FROM executions WHERE execution_id = ?", (execution_id,)
     ).fetchone()
     if found is None:
         return []
-    table = "history" if run is None or run == found[0] else "run_archive"
-    rows = conn.execute(
-        f"SELECT event FROM {table} WHERE execution_id = ? AND run = ? ORDER BY seq",
-        (execution_id, found[0] if run is None else run),
-    ).fetchall()
-    return [r[0] for r in rows]
+    head = found[1]
+    if run is not None and run != found[0]:
+        archived = conn.execute(
+            "SELECT head FROM runs WHERE execution_id = ? AND run = ?", (execution_id, run)
+        ).fetchone()
+        if archived is None:
+            return []
+        head = archived[0]
+    return [r[0] for r in conn.execute(HISTORY_OF_RUN, (head, head))]
 
 
 def _list(
