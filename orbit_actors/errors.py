@@ -26,6 +26,9 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
     ├── ForbiddenError             FORBIDDEN               403
     ├── UnauthenticatedError       UNAUTHENTICATED         401
     ├── StorageError               STORAGE_ERROR           503
+    ├── QuarantinedError           QUARANTINED             409  (resume it first)
+    ├── ActorGoneError             INTERNAL                500  (mapped before callers see it)
+    │   └── MailboxFullError       RESOURCE_EXHAUSTED      429
     └── InternalError              INTERNAL                500
 
 Messages follow ../shared/spec: the text the spec quotes is fixed, what follows a ``…`` is free.
@@ -217,6 +220,34 @@ class StorageError(OrbitError):
     """The store could not commit or read; nothing of the failed commit is visible."""
 
     code, status = "STORAGE_ERROR", 503
+
+
+class QuarantinedError(OrbitError):
+    """The execution is quarantined after crashing too often; it takes no command until resumed."""
+
+    code, status = "QUARANTINED", 409
+
+
+class ActorGoneError(OrbitError):
+    """The actor a command was sent to has finished or crashed; the command was not handled."""
+
+    code, status = "INTERNAL", 500
+
+    def __init__(self, name: str, why: str = "finished") -> None:
+        super().__init__(f"the actor of {name} is gone ({why})")
+        self.name = name
+        self.why = why
+
+
+class MailboxFullError(ActorGoneError):
+    """The actor's mailbox is full; the sender should slow down and try again."""
+
+    code, status = "RESOURCE_EXHAUSTED", 429
+
+    def __init__(self, name: str) -> None:
+        OrbitError.__init__(self, f"the mailbox of {name} is full; try again shortly")
+        self.name = name
+        self.why = "full"
 
 
 class InternalError(OrbitError):

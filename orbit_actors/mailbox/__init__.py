@@ -1,0 +1,5 @@
+"""Mailboxes: bounded trio channels of typed commands with one-shot replies."""
+
+from .mailbox import Command, Mailbox, Reply
+
+__all__ = ["Command", "Mailbox", "Reply"]

@@ -1,0 +1,220 @@
+"""Messages of the worker protocol (worker-protocol.md) as pydantic models.
+
+``WorkerMessage`` is the discriminated union of what a worker may send;
+:func:`decode_worker_message` turns a frame into one of them or raises :class:`WireError` with
+the protocol's code (``UNKNOWN_MESSAGE``, ``INVALID_MESSAGE`` naming the field). Server messages
+are encoded with :func:`encode`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    id: str | int | None = None
+
+
+class Contract(BaseModel):
+    """A task a worker serves: ``task_name@contract_version``."""
+
+    model_config = ConfigDict(frozen=True)
+    task_name: str
+    contract_version: str
+
+
+class Register(_Message):
+    """A worker opens (or resumes) a session."""
+
+    type: Literal["register"]
+    worker_id: str = ""
+    runtime: str = "unknown"
+    sdk: str = "unknown"
+    concurrency: int = Field(default=1, ge=0)
+    contracts: list[Contract] = Field(default_factory=list)
+    resume_session_id: str | None = None
+
+
+class Complete(_Message):
+    """A task's output."""
+
+    type: Literal["complete"]
+    token: str
+    output: Any = None
+
+
+class FailError(BaseModel):
+    """A task's failure; ``retryable`` defaults to true."""
+
+    code: str
+    message: str = ""
+    retryable: bool = True
+    details: dict[str, Any] | None = None
+
+
+class Fail(_Message):
+    """A task failed."""
+
+    type: Literal["fail"]
+    token: str
+    error: FailError
+
+
+class Heartbeat(_Message):
+    """A sign of life."""
+
+    type: Literal["heartbeat"]
+
+
+class Credit(_Message):
+    """A new concurrency for the session."""
+
+    type: Literal["credit"]
+    concurrency: int = Field(ge=0)
+
+
+class Unregister(_Message):
+    """The worker leaves; its tasks are redelivered at once."""
+
+    type: Literal["unregister"]
+
+
+WorkerMessage = Annotated[
+    Register | Complete | Fail | Heartbeat | Credit | Unregister, Field(discriminator="type")
+]
+KNOWN_TYPES = frozenset({"register", "complete", "fail", "heartbeat", "credit", "unregister"})
+_DECODER: TypeAdapter[WorkerMessage] = TypeAdapter(WorkerMessage)
+
+
+class WireError(ValueError):
+    """A frame the server cannot take: ``code`` is the protocol's, ``ref`` the message id."""
+
+    def __init__(self, code: str, message: str, ref: str | int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.ref = ref
+
+
+def decode_worker_message(frame: str | bytes | dict[str, Any]) -> WorkerMessage:
+    """One worker message from a text frame (or its parsed dict)."""
+    data: Any = frame
+    if not isinstance(frame, dict):
+        try:
+            data = json.loads(frame)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise WireError("INVALID_MESSAGE", f"the frame is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise WireError("INVALID_MESSAGE", "a message must be a JSON object")
+    ref = data.get("id") if isinstance(data.get("id"), str | int) else None
+    kind = data.get("type")
+    if kind not in KNOWN_TYPES:
+        raise WireError("UNKNOWN_MESSAGE", f"unknown message type {kind!r}", ref)
+    try:
+        return _DECODER.validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"][1:]) or "message"
+        raise WireError("INVALID_MESSAGE", f"{field}: {first['msg']}", ref) from None
+
+
+class _ServerMessage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Registered(_ServerMessage):
+    """A session was opened (or resumed)."""
+
+    type: Literal["registered"] = "registered"
+    accepted: bool = True
+    worker_session_id: str
+    heartbeat_interval_ms: int
+    session_timeout_ms: int
+    resumed: bool = False
+    warnings: list[str] = Field(default_factory=list)
+    ref: str | int | None = None
+
+
+class Task(_ServerMessage):
+    """A task pushed to a worker."""
+
+    type: Literal["task"] = "task"
+    token: str
+    execution_id: str
+    workflow: str
+    workflow_version: str
+    step_id: str
+    task_name: str
+    contract_version: str
+    input: Any
+    idempotency_key: str
+    attempt: int
+    redelivery: bool
+    deadline_ms: int | None = None
+    timeout_ms: int | None = None
+
+
+class Ack(_ServerMessage):
+    """The answer to a result."""
+
+    type: Literal["ack"] = "ack"
+    token: str
+    accepted: bool
+    reason: str | None = None
+    ref: str | int | None = None
+
+
+class HeartbeatAck(_ServerMessage):
+    """The answer to a heartbeat: tokens cancelled and not yet reported."""
+
+    type: Literal["heartbeat_ack"] = "heartbeat_ack"
+    cancel: list[str] = Field(default_factory=list)
+    ref: str | int | None = None
+
+
+class Cancel(_ServerMessage):
+    """Tokens the worker should stop working on."""
+
+    type: Literal["cancel"] = "cancel"
+    tokens: list[str]
+    reason: str
+
+
+class CreditAck(_ServerMessage):
+    """The answer to a credit message."""
+
+    type: Literal["credit_ack"] = "credit_ack"
+    concurrency: int
+    ref: str | int | None = None
+
+
+class Unregistered(_ServerMessage):
+    """The answer to unregister."""
+
+    type: Literal["unregistered"] = "unregistered"
+    ref: str | int | None = None
+
+
+class ErrorMessage(_ServerMessage):
+    """A refusal; the connection stays open."""
+
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    ref: str | int | None = None
+
+
+ServerMessage = (
+    Registered | Task | Ack | HeartbeatAck | Cancel | CreditAck | Unregistered | ErrorMessage
+)
+_OPTIONAL = frozenset({"ref", "deadline_ms", "timeout_ms", "reason"})
+
+
+def encode(message: ServerMessage) -> dict[str, Any]:
+    """The JSON object of a server message (absent optional fields left out)."""
+    data = message.model_dump(mode="json")
+    return {k: v for k, v in data.items() if not (k in _OPTIONAL and v is None)}
