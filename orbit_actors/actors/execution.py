@@ -1,0 +1,330 @@
+"""The execution actor: one trio task per active execution, owning its ``ExecutionState``.
+
+It takes commands from its mailbox one at a time. For each: the pure command turns it into
+events, the decider runs to a fixpoint, the batch is committed, and only then are the effects
+published (tasks to the dispatcher, cancels to workers, replies to callers). Between commands it
+sleeps until its own next wake-up. All workflow semantics live in :mod:`orbit_actors.decide`;
+this module only carries them out.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from ..decide import commands as pure
+from ..decide.decider import decide_to_fixpoint, next_wakeup
+from ..decide.effects import Effects, effects_of
+from ..decide.invocation import ChildInvocation, HttpInvocation, TaskInvocation, invocation
+from ..decide.query import evaluate_query
+from ..errors import OrbitError, StorageError
+from ..history.apply import apply, replay
+from ..history.events import Event, StepDispatched
+from ..history.state import ExecutionState
+from ..ir.plan import CompiledDefinition
+from ..mailbox import Command, Mailbox
+from ..store.base import Commit, ExecutionRow
+from ..wire.messages import Task
+from . import commands as cmd
+from .host import ExecutionHost
+from .views import describe
+
+RUNTIME_WORKER = "orbit-runtime"
+RESTARTED = "runtime restarted while the built-in task was running"
+
+
+def new_token(execution_id: str) -> str:
+    """A fresh dispatch token; it names its execution so results route without a global map."""
+    return f"{secrets.token_hex(8)}@{execution_id}"
+
+
+def execution_of(token: str) -> str | None:
+    """The execution a token was issued for, or None for a malformed token."""
+    _, at, execution_id = token.rpartition("@")
+    return execution_id if at else None
+
+
+def execution_status(state: ExecutionState) -> str:
+    """The execution's status for the API: a continued run keeps the execution running."""
+    return "running" if state.status == "continued_as_new" else state.status
+
+
+class ExecutionActor:
+    """Carries out one execution. Spawned (and respawned) by the supervisor with the state its
+    durable history describes."""
+
+    def __init__(
+        self,
+        host: ExecutionHost,
+        definition: CompiledDefinition,
+        state: ExecutionState,
+        mailbox: Mailbox[Command],
+        instance_id: str,
+    ) -> None:
+        self.host = host
+        self.definition = definition
+        self.state = state
+        self.mailbox = mailbox
+        self.instance_id = instance_id
+        self.current: Command | None = None
+        self._handlers: dict[type[Command], Callable[[Any], Awaitable[Any]]] = {
+            cmd.DeliverSignal: self._on_signal,
+            cmd.RequestCancel: self._on_cancel,
+            cmd.ReportResult: self._on_result,
+            cmd.OfferDispatch: self._on_offer,
+            cmd.MarkUncertain: self._on_uncertain,
+            cmd.ChildEnded: self._on_child_ended,
+            cmd.ChildNotStarted: self._on_child_not_started,
+            cmd.RunQuery: self._on_query,
+            cmd.Describe: self._on_describe,
+        }
+
+    @property
+    def execution_id(self) -> str:
+        """The execution this actor carries out."""
+        return self.state.execution_id
+
+    @property
+    def done(self) -> bool:
+        """True once the execution has ended for good."""
+        return self.state.finished and self.state.status != "continued_as_new"
+
+    async def run(self) -> None:
+        """Pick up what the state holds, then serve commands and wake-ups until the end."""
+        await self.resume()
+        while not self.done:
+            command = await self._next()
+            self.current = command
+            if command is None:
+                await self._advance([])
+            else:
+                await self._handle(command)
+            self.current = None
+
+    async def _next(self) -> Command | None:
+        """The next command, or None when the state's own wake-up comes first."""
+        try:
+            return self.mailbox.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        wake = next_wakeup(self.state, self.definition)
+        if wake is not None and wake <= self.host.clock.now_ms():
+            return None
+        deadline = self.host.clock.deadline(wake) if wake is not None else float("inf")
+        with trio.move_on_at(deadline):
+            return await self.mailbox.receive()
+        return None
+
+    async def _handle(self, command: Command) -> None:
+        handler = self._handlers[type(command)]
+        try:
+            value = await handler(command)
+        except OrbitError as exc:
+            if command.reply is None:
+                raise
+            command.reply.fail(exc)
+        else:
+            if command.reply is not None:
+                command.reply.set(value)
+
+    # -- commands ------------------------------------------------------------------------
+    async def _on_signal(self, c: cmd.DeliverSignal) -> int:
+        events = pure.receive_signal(self.state, self.definition, c.name, c.payload, self._now())
+        await self._advance(events)
+        return events[0].seq
+
+    async def _on_cancel(self, c: cmd.RequestCancel) -> None:
+        await self._advance(pure.request_cancel(self.state, self.definition, c.reason, self._now()))
+
+    async def _on_result(self, c: cmd.ReportResult) -> pure.Ack:
+        events, ack = pure.report_result(
+            self.state, self.definition, c.token, now=self._now(), worker_id=c.worker_id,
+            output=c.output, failure=c.failure,
+        )  # fmt: skip
+        await self._advance(events)
+        return ack
+
+    async def _on_offer(self, c: cmd.OfferDispatch) -> None:
+        events = pure.dispatch(
+            self.state, self.definition, c.key, attempt=c.attempt, token=c.token,
+            worker_id=c.worker_id, session=c.session_id, now=self._now(),
+        )  # fmt: skip
+        if events is None:
+            self.host.release_offer(c.session_id, c.token)
+            return
+        try:
+            await self._advance(events)
+        except StorageError:
+            self.host.release_offer(c.session_id, c.token)
+            raise
+        found = invocation(self.state, self.definition, c.key)
+        dispatched = events[0]
+        if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
+            self.host.push_task(c.session_id, self._task(found, dispatched))
+
+    async def _on_uncertain(self, c: cmd.MarkUncertain) -> None:
+        await self._advance(pure.attempt_uncertain(self.state, c.token, c.reason, self._now()))
+
+    async def _on_child_ended(self, c: cmd.ChildEnded) -> None:
+        events = pure.child_finished(
+            self.state, c.key, workflow=self._child_name(c.key), child_id=c.child_id,
+            status=c.status, output=c.output, failure=c.failure, now=self._now(),
+        )  # fmt: skip
+        await self._advance(events)
+
+    async def _on_child_not_started(self, c: cmd.ChildNotStarted) -> None:
+        await self._advance(pure.child_start_failed(self.state, c.key, c.message, self._now()))
+
+    async def _on_query(self, c: cmd.RunQuery) -> Any:
+        return evaluate_query(self.state, self.definition, c.name)
+
+    async def _on_describe(self, c: cmd.Describe) -> dict[str, Any]:
+        return describe(self.state, self.definition)
+
+    # -- the cycle: decide, commit, publish ------------------------------------------------
+    async def _advance(self, command_events: list[Event]) -> list[Event]:
+        """Apply command events, decide to the fixpoint, commit, then publish the effects."""
+        state = self.state
+        for event in command_events:
+            apply(state, event)
+        decided = decide_to_fixpoint(state, self.definition, self._now())
+        batch = [*command_events, *decided]
+        if not batch:
+            return batch
+        await self._commit(Commit(self._row(state), batch))
+        await self._publish(effects_of(state, self.definition, batch))
+        if state.status == "continued_as_new":
+            await self._roll_over()
+        return batch
+
+    async def _commit(self, commit: Commit) -> None:
+        try:
+            await self.host.store.commit(commit)
+        except StorageError:
+            await self._reload()
+            raise
+
+    async def _reload(self) -> None:
+        """Memory goes back to what is durable (the commit rule)."""
+        self.state = replay(await self.host.store.history(self.execution_id))
+
+    async def _roll_over(self) -> None:
+        first = pure.next_run_events(self.state, self._now())
+        next_state = replay(first)
+        await self._commit(Commit(self._row(next_state), first, rollover=True))
+        self.state = next_state
+
+    async def _publish(self, effects: Effects) -> None:
+        host = self.host
+        if effects.cancel_tokens:
+            host.cancel_tokens(effects.cancel_tokens)
+        for child_id, reason in effects.cancel_children.items():
+            host.cancel_child(child_id, reason)
+        runtime_units: list[HttpInvocation | ChildInvocation] = []
+        for ready in effects.ready:
+            if isinstance(ready, TaskInvocation):
+                host.enqueue_task(self.execution_id, ready)
+            else:
+                runtime_units.append(ready)
+        if runtime_units:
+            await self._dispatch_to_runtime(runtime_units)
+        if self.done:
+            host.finished(self.state, self.definition)
+
+    async def _dispatch_to_runtime(self, units: list[HttpInvocation | ChildInvocation]) -> None:
+        """Built-in http and child units are dispatched to the runtime's pseudo sessions."""
+        started: list[tuple[HttpInvocation | ChildInvocation, str]] = []
+        batch: list[Event] = []
+        for unit in units:
+            token = new_token(self.execution_id)
+            session = (
+                f"child:{unit.execution_id}"
+                if isinstance(unit, ChildInvocation)
+                else f"builtin:{self.instance_id}"
+            )
+            events = pure.dispatch(
+                self.state, self.definition, unit.key, token=token, worker_id=RUNTIME_WORKER,
+                session=session, now=self._now(),
+            )  # fmt: skip
+            if events:
+                for event in events:
+                    apply(self.state, event)
+                batch += events
+                started.append((unit, token))
+        if not batch:
+            return
+        await self._commit(Commit(self._row(self.state), batch))
+        for unit, token in started:
+            if isinstance(unit, ChildInvocation):
+                self.host.start_child(self.state, unit)
+            else:
+                self.host.run_http(self.execution_id, token, unit)
+
+    async def resume(self) -> None:
+        """After a (re)spawn: re-publish what the state holds in flight, then catch up."""
+        if self.state.status == "continued_as_new":
+            await self._roll_over()
+        if self.done:
+            return
+        for unit in list(self.state.units.values()):
+            if unit.resolved:
+                continue
+            found = invocation(self.state, self.definition, unit.key)
+            token, session = unit.current_token, unit.session
+            if unit.status == "dispatched" and token and session:
+                await self._readopt(token, session, unit.worker_id, unit.dispatched_at_ms, found)
+            elif unit.status == "scheduled" and isinstance(found, TaskInvocation):
+                self.host.enqueue_task(self.execution_id, found)
+            elif unit.status == "scheduled" and isinstance(found, HttpInvocation | ChildInvocation):
+                await self._dispatch_to_runtime([found])
+        await self._advance([])
+
+    async def _readopt(
+        self, token: str, session: str, worker_id: str | None, dispatched_at: int | None, found: Any
+    ) -> None:
+        """A unit in flight when the actor was (re)spawned: a built-in attempt cut by a restart
+        is uncertain at once; a child is watched again; a worker's token waits for its session."""
+        if session.startswith("builtin:"):
+            if session != f"builtin:{self.instance_id}":
+                await self._advance(
+                    pure.attempt_uncertain(self.state, token, RESTARTED, self._now())
+                )
+        elif session.startswith("child:"):
+            if isinstance(found, ChildInvocation):
+                self.host.start_child(self.state, found)
+        else:
+            self.host.adopt_token(session, worker_id or "", token, dispatched_at or self._now())
+
+    # -- helpers -------------------------------------------------------------------------
+    def _now(self) -> int:
+        return self.host.clock.now_ms()
+
+    def _row(self, state: ExecutionState) -> ExecutionRow:
+        return ExecutionRow(
+            execution_id=state.execution_id, workflow=state.workflow, version=state.version,
+            definition_hash=state.definition_hash, status=execution_status(state), run=state.run,
+            started_at_ms=state.started_at_ms or 0, closed_at_ms=state.closed_at_ms if self._closed(state) else None,
+            parent_id=state.parent.execution_id if state.parent else None, schedule_id=state.schedule_id,
+            last_seq=state.last_seq,
+        )  # fmt: skip
+
+    @staticmethod
+    def _closed(state: ExecutionState) -> bool:
+        return state.finished and state.status != "continued_as_new"
+
+    def _child_name(self, key: str) -> str:
+        unit = self.state.units.get(key)
+        plan = self.definition.plans.get(unit.step_id if unit else "")
+        return (plan.step.workflow or "") if plan else ""
+
+    def _task(self, found: TaskInvocation, dispatched: StepDispatched) -> Task:
+        return Task(
+            token=dispatched.token, execution_id=self.execution_id, workflow=self.state.workflow,
+            workflow_version=self.state.version, step_id=found.key, task_name=found.task_name,
+            contract_version=found.contract_version, input=found.input,
+            idempotency_key=found.idempotency_key, attempt=found.attempt, redelivery=found.redelivery,
+            deadline_ms=dispatched.deadline_ms, timeout_ms=found.timeout_ms,
+        )  # fmt: skip

@@ -1,0 +1,92 @@
+"""The registered definitions, compiled once and kept by hash; "latest" by semver precedence."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import DefinitionConflictError, WorkflowNotFoundError
+from ..ir import CompiledDefinition, compile_ir, compile_source
+from ..ir.semver import latest
+from ..store.base import DefinitionRecord, Store
+
+
+class DefinitionRegistry:
+    """Every definition of the store, compiled; registration goes through the store first."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._by_hash: dict[str, CompiledDefinition] = {}
+        self._versions: dict[str, list[str]] = {}  # name -> versions in registration order
+        self._records: dict[tuple[str, str], DefinitionRecord] = {}
+        self._task_versions: dict[str, set[str]] = {}
+
+    async def load(self) -> None:
+        """Read and compile every stored definition."""
+        for record in await self._store.definitions():
+            self._add(record, compile_ir(json.loads(record.ir)))
+
+    def _add(self, record: DefinitionRecord, compiled: CompiledDefinition) -> None:
+        self._by_hash[record.definition_hash] = compiled
+        self._records[(record.name, record.version)] = record
+        self._versions.setdefault(record.name, []).append(record.version)
+        for task, contract in compiled.ir.tasks.items():
+            self._task_versions.setdefault(task, set()).add(contract.version)
+
+    async def register(
+        self, source: str | dict[str, Any], now_ms: int
+    ) -> tuple[DefinitionRecord, bool]:
+        """Compile (children pinned and required) and store a definition; returns the record
+        and whether it was created. Raises DefinitionError, ChildNotRegisteredError or
+        DefinitionConflictError."""
+        resolve = self.child_hash
+        if isinstance(source, str):
+            compiled = compile_source(source, resolve_child=resolve, require_children=True)
+        else:
+            compiled = compile_ir(source, resolve_child=resolve, require_children=True)
+        ir = json.dumps(compiled.ir.to_ir_dict(), sort_keys=True)
+        record = DefinitionRecord(
+            compiled.name, compiled.version, compiled.definition_hash, ir, now_ms
+        )
+        put = await self._store.put_definition(record)
+        if put.outcome == "conflict":
+            raise DefinitionConflictError(
+                f"{compiled.name}@{compiled.version} is already registered with a different "
+                f"definition ({put.record.definition_hash}); workflow definitions are immutable, "
+                "bump the version"
+            )
+        if put.outcome == "created":
+            self._add(record, compiled)
+        return put.record, put.outcome == "created"
+
+    def child_hash(self, name: str, version: str) -> str | None:
+        """The hash of a registered ``name@version``."""
+        record = self._records.get((name, version))
+        return record.definition_hash if record else None
+
+    def by_hash(self, definition_hash: str) -> CompiledDefinition | None:
+        """A compiled definition by its hash."""
+        return self._by_hash.get(definition_hash)
+
+    def resolve(self, name: str, version: str | None) -> CompiledDefinition:
+        """``name@version``, or the latest version; raises WorkflowNotFoundError."""
+        if version is None:
+            version = latest(self._versions.get(name, []))
+        record = self._records.get((name, version or ""))
+        if record is None:
+            shown = f"{name}@{version}" if version else name
+            raise WorkflowNotFoundError(f"workflow {shown} is not registered")
+        return self._by_hash[record.definition_hash]
+
+    def record(self, name: str, version: str | None) -> DefinitionRecord:
+        """The stored record of ``name@version`` (or the latest); raises WorkflowNotFoundError."""
+        compiled = self.resolve(name, version)
+        return self._records[(compiled.name, compiled.version)]
+
+    def records(self) -> list[DefinitionRecord]:
+        """Every definition, in registration order."""
+        return list(self._records.values())
+
+    def task_versions(self, task_name: str) -> set[str]:
+        """Contract versions of a task that registered workflows use."""
+        return set(self._task_versions.get(task_name, set()))

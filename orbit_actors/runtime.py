@@ -1,0 +1,505 @@
+"""``open_runtime``: the store, the definitions, the supervisor of execution actors, the
+dispatcher, the worker sessions and the built-in http runner, composed — with the operations the
+server exposes. Every operation raises an :class:`~orbit_actors.errors.OrbitError` subclass
+(never an ExceptionGroup) for the caller to answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from .actors import commands as cmd
+from .actors.clock import Clock
+from .actors.dispatcher import Dispatcher, Offer
+from .actors.execution import execution_of, new_token
+from .actors.http_runner import HttpRunner
+from .actors.registry import DefinitionRegistry
+from .actors.sessions import Connection, Send, SessionManager, WorkerSession
+from .actors.views import describe, summary
+from .decide import commands as pure
+from .decide.commands import Ack, ServerLimits
+from .decide.invocation import ChildInvocation, HttpInvocation, TaskInvocation
+from .decide.query import evaluate_query
+from .errors import (
+    ActorGoneError,
+    ExecutionExistsError,
+    ExecutionFinishedError,
+    ExecutionNotFoundError,
+    OrbitError,
+    QuarantinedError,
+    ResourceExhaustedError,
+    RunNotFoundError,
+    WaitTimeoutError,
+)
+from .history.apply import replay
+from .history.events import ErrorInfo, Event, ParentRef
+from .history.state import ExecutionState
+from .ir.plan import CompiledDefinition
+from .mailbox import Command, Mailbox, Reply
+from .store.base import Commit, DefinitionRecord, ExecutionPage, ExecutionRow, Store, WorkerRecord
+from .supervisor import RestartIntensity, Supervisor
+from .wire.messages import Task
+
+log = logging.getLogger("orbit.runtime")
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Server-wide settings of a runtime."""
+
+    limits: ServerLimits = field(default_factory=ServerLimits)
+    max_active_executions: int | None = None
+    heartbeat_interval_ms: int = 5000
+    session_timeout_ms: int = 30_000
+    enable_http_adapter: bool = False
+    restart_intensity: RestartIntensity = field(default_factory=RestartIntensity)
+    mailbox_capacity: int = 1024
+
+
+@asynccontextmanager
+async def open_runtime(
+    store: Store, config: RuntimeConfig | None = None, clock: Clock | None = None
+) -> AsyncIterator[Runtime]:
+    """Run a runtime on ``store``; it is yielded only once every non-terminal execution has been
+    recovered from its history."""
+    async with trio.open_nursery() as nursery:
+        runtime = Runtime(store, config or RuntimeConfig(), clock or Clock(), nursery)
+        await runtime.definitions.load()
+        await nursery.start(runtime.sessions.serve)
+        await runtime.recover()
+        try:
+            yield runtime
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+class Runtime:
+    """The operations of Orbit on one store (see :func:`open_runtime`)."""
+
+    def __init__(
+        self, store: Store, config: RuntimeConfig, clock: Clock, nursery: trio.Nursery
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.instance_id = secrets.token_hex(6)
+        self._nursery = nursery
+        self.definitions = DefinitionRegistry(store)
+        self.dispatcher = Dispatcher(self._offer)
+        self.sessions = SessionManager(
+            self, config.heartbeat_interval_ms, config.session_timeout_ms
+        )
+        self.supervisor = Supervisor(
+            nursery, self, self._load, instance_id=self.instance_id,
+            intensity=config.restart_intensity, mailbox_capacity=config.mailbox_capacity,
+            on_gone=self._gone,
+        )  # fmt: skip
+        self.http = HttpRunner(nursery, self._report_builtin, enabled=config.enable_http_adapter)
+        self._roots: set[str] = set()
+        self._waiters: dict[str, trio.Event] = {}
+        self._starting: dict[str, trio.Lock] = {}
+
+    # -- definitions -----------------------------------------------------------------------
+    async def register_definition(
+        self, source: str | dict[str, Any]
+    ) -> tuple[DefinitionRecord, bool]:
+        """Register a definition (YAML/JSON text or the IR as data); returns (record, created)."""
+        return await self.definitions.register(source, self.clock.now_ms())
+
+    def list_definitions(self) -> list[DefinitionRecord]:
+        """Every registered definition."""
+        return self.definitions.records()
+
+    def get_definition(self, name: str, version: str | None = None) -> DefinitionRecord:
+        """One definition (the latest by semver when no version is given)."""
+        return self.definitions.record(name, version)
+
+    # -- executions ------------------------------------------------------------------------
+    async def start(
+        self,
+        workflow: str,
+        *,
+        version: str | None = None,
+        input: Any = None,
+        execution_id: str | None = None,
+        parent: ParentRef | None = None,
+        schedule_id: str | None = None,
+    ) -> tuple[str, bool]:
+        """Start an execution; returns (execution_id, created). An existing id of the same
+        definition answers created=False."""
+        definition = self.definitions.resolve(workflow, version)
+        execution_id = execution_id or f"{secrets.token_hex(8)}"
+        pure.check_execution_id(execution_id)
+        lock = self._starting.setdefault(execution_id, trio.Lock())
+        async with lock:
+            try:
+                return await self._start_locked(
+                    definition, execution_id, input, parent, schedule_id
+                )
+            finally:
+                if not lock.statistics().tasks_waiting:
+                    self._starting.pop(execution_id, None)
+
+    async def _start_locked(
+        self, definition: CompiledDefinition, execution_id: str, input: Any,
+        parent: ParentRef | None, schedule_id: str | None,
+    ) -> tuple[str, bool]:  # fmt: skip
+        existing = await self.store.execution(execution_id)
+        if existing is not None:
+            if existing.definition_hash == definition.definition_hash:
+                return execution_id, False
+            raise ExecutionExistsError(
+                f"execution `{execution_id}` already exists for a different workflow "
+                f"({existing.workflow}@{existing.version})"
+            )
+        limit = self.config.max_active_executions
+        if parent is None and limit is not None and len(self._roots) >= limit:
+            raise ResourceExhaustedError(
+                f"{len(self._roots)} executions are already running (--max-active-executions)"
+            )
+        limits = pure.effective_limits(self.config.limits, definition)
+        events = pure.start_run(
+            definition, execution_id=execution_id, input=input, now=self.clock.now_ms(),
+            limits=limits, parent=parent, schedule_id=schedule_id,
+        )  # fmt: skip
+        state = replay(events)
+        await self.store.commit(Commit(_row(state), events))
+        if parent is None:
+            self._roots.add(execution_id)
+        self.supervisor.spawn(state, definition)
+        return execution_id, True
+
+    async def signal(self, execution_id: str, name: str, payload: Any) -> int:
+        """Deliver a signal; returns its seq."""
+        seq: int = await self._request(
+            execution_id, cmd.DeliverSignal(name, payload, reply=Reply())
+        )
+        return seq
+
+    async def cancel(
+        self, execution_id: str, reason: str = "cancelled by request"
+    ) -> dict[str, Any]:
+        """Cancel an execution; returns its detail."""
+        await self._request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
+        return await self.describe(execution_id)
+
+    async def query(self, execution_id: str, name: str) -> Any:
+        """Evaluate a query against the current (or final) state."""
+        mailbox = self.supervisor.mailbox(execution_id)
+        if mailbox is not None:
+            try:
+                return await mailbox.request(cmd.RunQuery(name, reply=Reply()))
+            except ActorGoneError:
+                pass
+        state, definition = await self._load(execution_id)
+        return evaluate_query(state, definition, name)
+
+    async def describe(self, execution_id: str) -> dict[str, Any]:
+        """The execution's detail."""
+        mailbox = self.supervisor.mailbox(execution_id)
+        if mailbox is not None:
+            try:
+                detail: dict[str, Any] = await mailbox.request(cmd.Describe(reply=Reply()))
+                return detail
+            except ActorGoneError:
+                pass
+        state, definition = await self._load(execution_id)
+        quarantined = self.supervisor.quarantined.get(execution_id)
+        detail = describe(state, definition, quarantined is not None)
+        if quarantined is not None:
+            detail["last_error"] = quarantined
+        return detail
+
+    async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
+        """The events of the current run or of run ``run``."""
+        row = await self._row_or_404(execution_id)
+        if run is not None and not 1 <= run <= row.run:
+            raise RunNotFoundError(
+                f"execution `{execution_id}` has runs 1 to {row.run}; there is no run {run}"
+            )
+        return await self.store.history(execution_id, run)
+
+    async def list_executions(self, **filters: Any) -> ExecutionPage:
+        """Executions newest first (``status``, ``workflow``, ``limit``, ``cursor``)."""
+        return await self.store.list_executions(**filters)
+
+    async def wait(self, execution_id: str, timeout: float) -> ExecutionRow:
+        """The summary once the execution has finished; raises WaitTimeoutError."""
+        row = await self._row_or_404(execution_id)
+        if row.status != "running":
+            return row
+        event = self._waiters.setdefault(execution_id, trio.Event())
+        with trio.move_on_after(timeout):
+            await event.wait()
+        row = await self._row_or_404(execution_id)
+        if row.status == "running":
+            raise WaitTimeoutError(
+                f"execution `{execution_id}` is still running after {timeout:g} s"
+            )
+        return row
+
+    async def resume(self, execution_id: str) -> dict[str, Any]:
+        """Respawn a quarantined execution from its history."""
+        await self._row_or_404(execution_id)
+        await self.supervisor.resume(execution_id)
+        return await self.describe(execution_id)
+
+    async def report_result(
+        self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None
+    ) -> Ack:
+        """A worker's result for ``token`` (also the HTTP fallback)."""
+        execution_id = execution_of(token)
+        mailbox = self.supervisor.mailbox(execution_id) if execution_id else None
+        if mailbox is None:
+            return Ack(token, False, pure.UNKNOWN_TOKEN)
+        try:
+            ack: Ack = await mailbox.request(
+                cmd.ReportResult(token, worker_id, output, failure, reply=Reply())
+            )
+        except ActorGoneError:
+            return Ack(token, False, pure.UNKNOWN_TOKEN)
+        return ack
+
+    # -- workers ---------------------------------------------------------------------------
+    def connect(self, send: Send, close: Any = None) -> Connection:
+        """A worker connection; the gateway feeds it decoded messages."""
+        return self.sessions.connect(send, close)
+
+    async def workers(self) -> list[dict[str, Any]]:
+        """Every worker ever registered, with its live sessions and tasks in flight."""
+        live: dict[str, list[WorkerSession]] = {}
+        for session in self.sessions.sessions.values():
+            live.setdefault(session.worker_id, []).append(session)
+        out = []
+        for record in await self.store.workers():
+            sessions = live.get(record.worker_id, [])
+            out.append({
+                "worker_id": record.worker_id, "runtime": record.runtime, "sdk": record.sdk,
+                "contracts": record.contracts, "last_seen_ms": record.last_seen_ms,
+                "registered_at_ms": record.registered_at_ms,
+                "online": any(s.connection is not None for s in sessions),
+                "sessions": len(sessions), "inflight": sum(len(s.tokens) for s in sessions),
+            })  # fmt: skip
+        return out
+
+    # -- recovery ---------------------------------------------------------------------------
+    async def recover(self) -> None:
+        """Respawn every non-terminal execution from its history."""
+        for execution_id in await self.store.running_ids():
+            state, definition = await self._load(execution_id)
+            if state.parent is None:
+                self._roots.add(execution_id)
+            self.supervisor.spawn(state, definition)
+
+    async def _load(self, execution_id: str) -> tuple[ExecutionState, CompiledDefinition]:
+        history = await self.store.history(execution_id)
+        if not history:
+            raise ExecutionNotFoundError()
+        state = replay(history)
+        definition = self.definitions.by_hash(state.definition_hash)
+        if definition is None:
+            raise OrbitError(
+                f"execution `{execution_id}` needs definition {state.definition_hash}, which is not stored"
+            )
+        return state, definition
+
+    # -- ExecutionHost ---------------------------------------------------------------------
+    def enqueue_task(self, execution_id: str, invocation: TaskInvocation) -> None:
+        """A task unit is ready (called by actors)."""
+        self.dispatcher.enqueue(execution_id, invocation)
+
+    def release_offer(self, session_id: str, token: str) -> None:
+        """A stale offer gives its slot back."""
+        self.dispatcher.release(session_id, token)
+
+    def push_task(self, session_id: str, task: Task) -> None:
+        """Send a dispatched task to its session."""
+        self.sessions.hold(session_id, task.token, self.clock.now_ms())
+        session = self.sessions.sessions.get(session_id)
+        if session is not None and session.connection is not None:
+            session.connection.send(task)
+
+    def adopt_token(
+        self, session_id: str, worker_id: str, token: str, dispatched_at_ms: int
+    ) -> None:
+        """A token in flight found after a restart."""
+        self.sessions.adopt(session_id, worker_id, token, dispatched_at_ms)
+
+    def cancel_tokens(self, tokens: dict[str, str]) -> None:
+        """Cancel tokens at their workers (or in the built-in runner)."""
+        for token in tokens:
+            self.http.cancel(token)
+        self.sessions.cancel(tokens)
+
+    def start_child(self, parent: ExecutionState, invocation: ChildInvocation) -> None:
+        """Start (or find) a child and watch it."""
+        parent_ref = ParentRef(execution_id=parent.execution_id, step=invocation.key)
+        self._nursery.start_soon(self._start_child, parent_ref, invocation)
+
+    async def _start_child(self, parent: ParentRef, invocation: ChildInvocation) -> None:
+        try:
+            definition = self._child_definition(invocation)
+            await self.start(
+                definition.name, version=definition.version, input=invocation.input,
+                execution_id=invocation.execution_id, parent=parent,
+            )  # fmt: skip
+        except OrbitError as exc:
+            self._tell(parent.execution_id, cmd.ChildNotStarted(invocation.key, exc.message))
+            return
+        row = await self.store.execution(invocation.execution_id)
+        if (
+            row is not None
+            and row.status != "running"
+            and self.supervisor.mailbox(invocation.execution_id) is None
+        ):
+            state, _ = await self._load(invocation.execution_id)
+            self._tell_child_ended(state)
+
+    def _child_definition(self, invocation: ChildInvocation) -> CompiledDefinition:
+        if invocation.definition_hash is not None:
+            found = self.definitions.by_hash(invocation.definition_hash)
+            if found is not None:
+                return found
+        return self.definitions.resolve(invocation.workflow, invocation.version)
+
+    def cancel_child(self, child_id: str, reason: str) -> None:
+        """Cancel a child the parent no longer waits for."""
+        self._nursery.start_soon(self._cancel_quietly, child_id, reason)
+
+    async def _cancel_quietly(self, execution_id: str, reason: str) -> None:
+        try:
+            await self._request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
+        except OrbitError:
+            pass  # already finished, or never started
+
+    def run_http(self, execution_id: str, token: str, invocation: HttpInvocation) -> None:
+        """Run a built-in http unit."""
+        self.http.run(token, invocation)
+
+    async def _report_builtin(self, token: str, output: Any, failure: ErrorInfo | None) -> None:
+        await self.report_result(token, None, output, failure)
+
+    def finished(self, state: ExecutionState, definition: CompiledDefinition) -> None:
+        """An execution ended: wake its waiters and tell its parent."""
+        self._roots.discard(state.execution_id)
+        waiter = self._waiters.pop(state.execution_id, None)
+        if waiter is not None:
+            waiter.set()
+        if state.parent is not None:
+            self._tell_child_ended(state)
+
+    def _tell_child_ended(self, state: ExecutionState) -> None:
+        assert state.parent is not None
+        command = cmd.ChildEnded(
+            state.parent.step, state.execution_id, state.status, output=state.output, failure=state.error,
+        )  # fmt: skip
+        self._tell(state.parent.execution_id, command)
+
+    def _gone(self, execution_id: str) -> None:
+        self._roots.discard(execution_id)
+
+    # -- SessionHost -----------------------------------------------------------------------
+    def mark_uncertain(self, token: str, reason: str) -> None:
+        """A lost session's attempt is uncertain."""
+        execution_id = execution_of(token)
+        if execution_id:
+            self._tell(execution_id, cmd.MarkUncertain(token, reason))
+
+    def task_versions(self, task_name: str) -> set[str]:
+        """Versions of a task that registered workflows use."""
+        return self.definitions.task_versions(task_name)
+
+    async def record_worker(self, record: WorkerRecord) -> None:
+        """Write the worker registry."""
+        await self.store.upsert_worker(record)
+
+    async def touch_worker(self, worker_id: str, now_ms: int) -> None:
+        """A sign of life from a worker."""
+        await self.store.touch_worker(worker_id, now_ms)
+
+    def add_session(self, session: WorkerSession) -> None:
+        """A session can take work."""
+        self.dispatcher.add_session(
+            session.id, session.worker_id, session.runtime, session.contracts, session.concurrency
+        )
+
+    def remove_session(self, session_id: str) -> None:
+        """A session takes no more work."""
+        self.dispatcher.remove_session(session_id)
+
+    def release(self, session_id: str, token: str) -> None:
+        """A session's slot is free."""
+        self.dispatcher.release(session_id, token)
+
+    def set_capacity(self, session_id: str, capacity: int) -> None:
+        """A session's concurrency changed."""
+        self.dispatcher.set_capacity(session_id, capacity)
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _offer(self, offer: Offer) -> str | None:
+        mailbox = self.supervisor.mailbox(offer.execution_id)
+        if mailbox is None:
+            return None
+        token = new_token(offer.execution_id)
+        command = cmd.OfferDispatch(
+            offer.key, offer.attempt, token, offer.worker_id, offer.session_id
+        )
+        self._tell(offer.execution_id, command, mailbox)
+        return token
+
+    def _tell(
+        self, execution_id: str, command: Command, mailbox: Mailbox[Command] | None = None
+    ) -> None:
+        """Send without waiting; a full mailbox gets the command from a task that waits."""
+        mailbox = mailbox or self.supervisor.mailbox(execution_id)
+        if mailbox is None:
+            return
+        try:
+            mailbox.send_nowait(command)
+        except ActorGoneError as exc:
+            if exc.why == "full":
+                self._nursery.start_soon(self._send_later, mailbox, command)
+
+    async def _send_later(self, mailbox: Mailbox[Command], command: Command) -> None:
+        with suppress(ActorGoneError):
+            await mailbox.send(command)
+
+    async def _request(self, execution_id: str, command: Command) -> Any:
+        if execution_id in self.supervisor.quarantined:
+            raise QuarantinedError(f"execution `{execution_id}` is quarantined; resume it first")
+        mailbox = self.supervisor.mailbox(execution_id)
+        if mailbox is not None:
+            try:
+                return await mailbox.request(command)
+            except ActorGoneError as exc:
+                if exc.why.startswith("crashed"):
+                    raise
+        row = await self._row_or_404(execution_id)
+        if row.status != "running":
+            raise ExecutionFinishedError(row.status)
+        raise ActorGoneError(f"execution `{execution_id}`", "not running here")
+
+    async def _row_or_404(self, execution_id: str) -> ExecutionRow:
+        row = await self.store.execution(execution_id)
+        if row is None:
+            raise ExecutionNotFoundError()
+        return row
+
+
+def _row(state: ExecutionState) -> ExecutionRow:
+    return ExecutionRow(
+        execution_id=state.execution_id, workflow=state.workflow, version=state.version,
+        definition_hash=state.definition_hash, status="running", run=state.run,
+        started_at_ms=state.started_at_ms or 0, parent_id=state.parent.execution_id if state.parent else None,
+        schedule_id=state.schedule_id, last_seq=state.last_seq,
+    )  # fmt: skip
+
+
+__all__ = ["Runtime", "RuntimeConfig", "open_runtime", "summary"]

@@ -1,0 +1,144 @@
+"""``one_for_one`` supervision of execution actors.
+
+The supervisor owns the nursery the actors run in and the registry ``execution_id -> mailbox``.
+When an actor raises, it logs the crash, answers the command being handled with an error, throws
+the actor's memory away and respawns it from its durable history on the same mailbox, so queued
+commands survive and no other execution notices. Past the restart intensity (5 restarts in 60 s
+by default) the execution is quarantined instead: kept, shown with its last error, and resumed
+only by an explicit call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import trio
+
+from ..actors.execution import ExecutionActor
+from ..actors.host import ExecutionHost
+from ..errors import ActorGoneError, NotQuarantinedError, QuarantinedError
+from ..history.state import ExecutionState
+from ..ir.plan import CompiledDefinition
+from ..mailbox import Command, Mailbox
+
+log = logging.getLogger("orbit.supervisor")
+Loader = Callable[[str], Awaitable[tuple[ExecutionState, CompiledDefinition]]]
+
+
+@dataclass(frozen=True)
+class RestartIntensity:
+    """At most ``max_restarts`` respawns ``within`` seconds before quarantine."""
+
+    max_restarts: int = 5
+    within: float = 60.0
+
+
+@dataclass
+class SupervisorStatistics:
+    """Counters of the supervisor."""
+
+    restarts: int = 0
+    quarantines: int = 0
+
+
+class Supervisor:
+    """Spawns, watches and respawns execution actors (see the module docstring)."""
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        host: ExecutionHost,
+        load: Loader,
+        *,
+        instance_id: str,
+        intensity: RestartIntensity = RestartIntensity(),
+        mailbox_capacity: int = 1024,
+        on_gone: Callable[[str], None] = lambda execution_id: None,
+    ) -> None:
+        self._nursery = nursery
+        self._host = host
+        self._load = load
+        self._instance_id = instance_id
+        self._intensity = intensity
+        self._capacity = mailbox_capacity
+        self._on_gone = on_gone
+        self.registry: dict[str, Mailbox[Command]] = {}
+        self.quarantined: dict[str, str] = {}
+        self._restarts: dict[str, deque[float]] = {}
+        self.stats = SupervisorStatistics()
+
+    def mailbox(self, execution_id: str) -> Mailbox[Command] | None:
+        """The mailbox of a live actor, or None."""
+        return self.registry.get(execution_id)
+
+    def spawn(self, state: ExecutionState, definition: CompiledDefinition) -> Mailbox[Command]:
+        """Start an actor for ``state`` under supervision; returns its mailbox."""
+        mailbox: Mailbox[Command] = Mailbox(f"execution `{state.execution_id}`", self._capacity)
+        self.registry[state.execution_id] = mailbox
+        self._nursery.start_soon(self._supervise, state, definition, mailbox)
+        return mailbox
+
+    async def resume(self, execution_id: str) -> None:
+        """Respawn a quarantined execution from its history."""
+        if execution_id not in self.quarantined:
+            raise NotQuarantinedError(f"execution `{execution_id}` is not quarantined")
+        state, definition = await self._load(execution_id)
+        del self.quarantined[execution_id]
+        self._restarts.pop(execution_id, None)
+        self.spawn(state, definition)
+
+    async def _supervise(
+        self, state: ExecutionState, definition: CompiledDefinition, mailbox: Mailbox[Command]
+    ) -> None:
+        execution_id = state.execution_id
+        while True:
+            actor = ExecutionActor(self._host, definition, state, mailbox, self._instance_id)
+            try:
+                await actor.run()
+            except Exception as exc:
+                log.exception("execution %s crashed", execution_id)
+                if actor.current is not None and actor.current.reply is not None:
+                    actor.current.reply.fail(
+                        ActorGoneError(f"execution `{execution_id}`", f"crashed: {exc!r}")
+                    )
+                if self._spent(execution_id):
+                    self._quarantine(execution_id, mailbox, exc)
+                    return
+                self.stats.restarts += 1
+                state, definition = await self._load(execution_id)
+                continue
+            self._gone(execution_id, mailbox)
+            return
+
+    def _spent(self, execution_id: str) -> bool:
+        now = trio.current_time()
+        times = self._restarts.setdefault(execution_id, deque())
+        times.append(now)
+        while times and times[0] < now - self._intensity.within:
+            times.popleft()
+        return len(times) > self._intensity.max_restarts
+
+    def _quarantine(self, execution_id: str, mailbox: Mailbox[Command], exc: BaseException) -> None:
+        message = f"{type(exc).__name__}: {exc}"
+        self.quarantined[execution_id] = message
+        self.stats.quarantines += 1
+        log.error("execution %s quarantined after repeated crashes: %s", execution_id, message)
+        self.registry.pop(execution_id, None)
+        mailbox.close("quarantined", QuarantinedError(_quarantined_message(execution_id, message)))
+        self._on_gone(execution_id)
+
+    def _gone(self, execution_id: str, mailbox: Mailbox[Command]) -> None:
+        if self.registry.get(execution_id) is mailbox:
+            del self.registry[execution_id]
+        mailbox.close("finished")
+        self._on_gone(execution_id)
+
+
+def _quarantined_message(execution_id: str, error: str) -> str:
+    return (
+        f"execution `{execution_id}` is quarantined after repeated crashes ({error}); "
+        f"resume it with POST /v1/executions/{execution_id}/resume once the cause is fixed"
+    )

@@ -1,0 +1,99 @@
+"""A worker that lives in the test's trio loop and talks to a runtime's session layer directly
+(no socket): it registers, receives tasks, and answers them with a handler."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from ..wire import messages as wire
+
+Handler = Callable[[wire.Task], Awaitable[Any]]
+
+
+class TaskFailure(Exception):
+    """Raised by a handler to report a failure."""
+
+    def __init__(self, code: str, message: str = "failed", retryable: bool = True) -> None:
+        super().__init__(message)
+        self.code, self.message, self.retryable = code, message, retryable
+
+
+class FakeWorker:
+    """Serve ``contracts`` with ``handler`` (default: echo the input) until cancelled."""
+
+    def __init__(
+        self,
+        runtime: Any,
+        worker_id: str = "w1",
+        contracts: list[tuple[str, str]] | None = None,
+        handler: Handler | None = None,
+        *,
+        concurrency: int = 100,
+        runtime_name: str = "python",
+    ) -> None:
+        self.runtime = runtime
+        self.worker_id = worker_id
+        self.contracts = contracts or [("t", "1")]
+        self.handler = handler or _echo
+        self.concurrency = concurrency
+        self.runtime_name = runtime_name
+        self.received: list[wire.ServerMessage] = []
+        self.tasks: list[wire.Task] = []
+        self.session_id: str | None = None
+        self._inbox_send, self._inbox = trio.open_memory_channel[wire.ServerMessage](math.inf)
+        self.connection = runtime.connect(self._deliver)
+        self.auto = True
+
+    def _deliver(self, message: wire.ServerMessage) -> None:
+        self.received.append(message)
+        self._inbox_send.send_nowait(message)
+
+    async def register(self, resume: str | None = None) -> wire.ServerMessage:
+        """Register (or resume) and return the answer."""
+        message = wire.Register(
+            type="register", worker_id=self.worker_id, runtime=self.runtime_name, sdk="fake/1",
+            concurrency=self.concurrency,
+            contracts=[wire.Contract(task_name=t, contract_version=v) for t, v in self.contracts],
+            resume_session_id=resume,
+        )  # fmt: skip
+        await self.connection.handle(message)
+        answer = self.received[-1]
+        if isinstance(answer, wire.Registered):
+            self.session_id = answer.worker_session_id
+        return answer
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Register, then answer tasks as they come (when ``auto``)."""
+        await self.register()
+        task_status.started()
+        async with trio.open_nursery() as nursery:
+            async for message in self._inbox:
+                if isinstance(message, wire.Task):
+                    self.tasks.append(message)
+                    if self.auto:
+                        nursery.start_soon(self.answer, message)
+
+    async def answer(self, task: wire.Task) -> None:
+        """Run the handler on ``task`` and report its outcome."""
+        try:
+            output = await self.handler(task)
+        except TaskFailure as exc:
+            error = wire.FailError(code=exc.code, message=exc.message, retryable=exc.retryable)
+            await self.connection.handle(wire.Fail(type="fail", token=task.token, error=error))
+            return
+        await self.connection.handle(
+            wire.Complete(type="complete", token=task.token, output=output)
+        )
+
+    async def complete(self, token: str, output: Any = None) -> wire.ServerMessage:
+        """Send a result by hand; returns the answer."""
+        await self.connection.handle(wire.Complete(type="complete", token=token, output=output))
+        return self.received[-1]
+
+
+async def _echo(task: wire.Task) -> Any:
+    return task.input
