@@ -6,6 +6,7 @@ server exposes. Every operation raises an :class:`~orbit_actors.errors.OrbitErro
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -22,7 +23,7 @@ from .actors.execution import execution_of, new_token
 from .actors.http_runner import HttpRunner
 from .actors.registry import DefinitionRegistry
 from .actors.sessions import Connection, Send, SessionManager, WorkerSession
-from .actors.views import describe, summary
+from .actors.views import describe, row_of, summary
 from .decide import commands as pure
 from .decide.commands import Ack, ServerLimits
 from .decide.invocation import ChildInvocation, HttpInvocation, TaskInvocation
@@ -170,7 +171,7 @@ class Runtime:
             limits=limits, parent=parent, schedule_id=schedule_id,
         )  # fmt: skip
         state = replay(events)
-        await self.store.commit(Commit(_row(state), events))
+        await self.store.commit(Commit(row_of(state), events))
         if parent is None:
             self._roots.add(execution_id)
         self.supervisor.spawn(state, definition)
@@ -305,9 +306,8 @@ class Runtime:
         state = replay(history)
         definition = self.definitions.by_hash(state.definition_hash)
         if definition is None:
-            raise OrbitError(
-                f"execution `{execution_id}` needs definition {state.definition_hash}, which is not stored"
-            )
+            missing = state.definition_hash
+            raise OrbitError(f"execution `{execution_id}` needs definition {missing}, not stored")
         return state, definition
 
     # -- ExecutionHost ---------------------------------------------------------------------
@@ -374,10 +374,8 @@ class Runtime:
         self._nursery.start_soon(self._cancel_quietly, child_id, reason)
 
     async def _cancel_quietly(self, execution_id: str, reason: str) -> None:
-        try:
+        with contextlib.suppress(OrbitError):  # already finished, or never started
             await self._request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
-        except OrbitError:
-            pass  # already finished, or never started
 
     def run_http(self, execution_id: str, token: str, invocation: HttpInvocation) -> None:
         """Run a built-in http unit."""
@@ -397,10 +395,11 @@ class Runtime:
 
     def _tell_child_ended(self, state: ExecutionState) -> None:
         assert state.parent is not None
-        command = cmd.ChildEnded(
-            state.parent.step, state.execution_id, state.status, output=state.output, failure=state.error,
-        )  # fmt: skip
-        self._tell(state.parent.execution_id, command)
+        parent = state.parent
+        ended = cmd.ChildEnded(
+            parent.step, state.execution_id, state.status, state.output, state.error
+        )
+        self._tell(parent.execution_id, ended)
 
     def _gone(self, execution_id: str) -> None:
         self._roots.discard(execution_id)
@@ -491,15 +490,6 @@ class Runtime:
         if row is None:
             raise ExecutionNotFoundError()
         return row
-
-
-def _row(state: ExecutionState) -> ExecutionRow:
-    return ExecutionRow(
-        execution_id=state.execution_id, workflow=state.workflow, version=state.version,
-        definition_hash=state.definition_hash, status="running", run=state.run,
-        started_at_ms=state.started_at_ms or 0, parent_id=state.parent.execution_id if state.parent else None,
-        schedule_id=state.schedule_id, last_seq=state.last_seq,
-    )  # fmt: skip
 
 
 __all__ = ["Runtime", "RuntimeConfig", "open_runtime", "summary"]

@@ -26,11 +26,11 @@ from ..history.events import Event, StepDispatched
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
-from ..store.base import Commit, ExecutionRow
+from ..store.base import Commit
 from ..wire.messages import Task
 from . import commands as cmd
 from .host import ExecutionHost
-from .views import describe
+from .views import describe, row_of
 
 RUNTIME_WORKER = "orbit-runtime"
 RESTARTED = "runtime restarted while the built-in task was running"
@@ -194,7 +194,7 @@ class ExecutionActor:
         batch = [*command_events, *decided]
         if not batch:
             return batch
-        await self._commit(Commit(self._row(state), batch))
+        await self._commit(Commit(row_of(state), batch))
         await self._publish(effects_of(state, self.definition, batch))
         if state.status == "continued_as_new":
             await self._roll_over()
@@ -214,7 +214,7 @@ class ExecutionActor:
     async def _roll_over(self) -> None:
         first = pure.next_run_events(self.state, self._now())
         next_state = replay(first)
-        await self._commit(Commit(self._row(next_state), first, rollover=True))
+        await self._commit(Commit(row_of(next_state), first, rollover=True))
         self.state = next_state
 
     async def _publish(self, effects: Effects) -> None:
@@ -256,7 +256,7 @@ class ExecutionActor:
                 started.append((unit, token))
         if not batch:
             return
-        await self._commit(Commit(self._row(self.state), batch))
+        await self._commit(Commit(row_of(self.state), batch))
         for unit, token in started:
             if isinstance(unit, ChildInvocation):
                 self.host.start_child(self.state, unit)
@@ -302,19 +302,6 @@ class ExecutionActor:
     def _now(self) -> int:
         return self.host.clock.now_ms()
 
-    def _row(self, state: ExecutionState) -> ExecutionRow:
-        return ExecutionRow(
-            execution_id=state.execution_id, workflow=state.workflow, version=state.version,
-            definition_hash=state.definition_hash, status=execution_status(state), run=state.run,
-            started_at_ms=state.started_at_ms or 0, closed_at_ms=state.closed_at_ms if self._closed(state) else None,
-            parent_id=state.parent.execution_id if state.parent else None, schedule_id=state.schedule_id,
-            last_seq=state.last_seq,
-        )  # fmt: skip
-
-    @staticmethod
-    def _closed(state: ExecutionState) -> bool:
-        return state.finished and state.status != "continued_as_new"
-
     def _child_name(self, key: str) -> str:
         unit = self.state.units.get(key)
         plan = self.definition.plans.get(unit.step_id if unit else "")
@@ -325,6 +312,7 @@ class ExecutionActor:
             token=dispatched.token, execution_id=self.execution_id, workflow=self.state.workflow,
             workflow_version=self.state.version, step_id=found.key, task_name=found.task_name,
             contract_version=found.contract_version, input=found.input,
-            idempotency_key=found.idempotency_key, attempt=found.attempt, redelivery=found.redelivery,
-            deadline_ms=dispatched.deadline_ms, timeout_ms=found.timeout_ms,
+            idempotency_key=found.idempotency_key, attempt=found.attempt,
+            redelivery=found.redelivery, deadline_ms=dispatched.deadline_ms,
+            timeout_ms=found.timeout_ms,
         )  # fmt: skip

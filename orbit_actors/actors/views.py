@@ -7,6 +7,25 @@ from typing import Any
 from ..decide.invocation import ChildInvocation, invocation
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
+from ..store.base import ExecutionRow
+
+
+def row_of(state: ExecutionState) -> ExecutionRow:
+    """The summary row a commit writes for ``state``."""
+    view = summary(state)
+    return ExecutionRow(
+        execution_id=state.execution_id,
+        workflow=state.workflow,
+        version=state.version,
+        definition_hash=state.definition_hash,
+        status=view["status"],
+        run=state.run,
+        started_at_ms=state.started_at_ms or 0,
+        closed_at_ms=view["closed_at_ms"],
+        parent_id=view["parent_id"],
+        schedule_id=state.schedule_id,
+        last_seq=state.last_seq,
+    )
 
 
 def summary(state: ExecutionState) -> dict[str, Any]:
