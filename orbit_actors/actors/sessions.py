@@ -272,15 +272,15 @@ class Connection:
             self._error(*refusal, message.id)
             return
         session, resumed, warnings = self._open(message)
+        self.session = session
+        session.connection = self  # before any await: the liveness timer must see it connected
+        self.manager.seen(session)
         host = self.manager.host
         now = host.clock.now_ms()
         contracts = [{"task_name": t, "contract_version": v} for t, v in session.contracts]
         await host.record_worker(
             WorkerRecord(message.worker_id, message.runtime, message.sdk, contracts, now, now)
         )
-        self.session = session
-        session.connection = self
-        self.manager.seen(session)
         self.send(wire.Registered(
             worker_session_id=session.id, heartbeat_interval_ms=self.manager.heartbeat_ms,
             session_timeout_ms=self.manager.timeout_ms, resumed=resumed,
