@@ -92,7 +92,7 @@ async def test_a_lost_worker_has_its_task_redelivered_with_the_same_attempt_and_
         assert again.token != first.token
         history = await runtime.history(execution_id)
         [uncertain] = [e for e in history if e.type == "StepAttemptUncertain"]
-        assert uncertain.reason == "worker `w1` stopped responding"  # type: ignore[union-attr]
+        assert uncertain.reason == "worker `w1` stopped responding"
         nursery.cancel_scope.cancel()
 
 
@@ -109,7 +109,7 @@ async def test_unregister_redelivers_at_once(runtime: Runtime, autojump_clock: M
         history = await runtime.history(execution_id)
         assert [e.reason for e in history if e.type == "StepAttemptUncertain"] == [
             "worker unregistered"
-        ]  # type: ignore[union-attr]
+        ]
         nursery.cancel_scope.cancel()
 
 
@@ -137,7 +137,7 @@ async def test_a_late_result_from_a_previous_session_is_accepted_and_a_second_is
             "duplicate result; step already resolved",
         )
         history = await runtime.history(execution_id)
-        assert [e.outcome for e in history if e.type == "StaleResultIgnored"] == ["duplicate"]  # type: ignore[union-attr]
+        assert [e.outcome for e in history if e.type == "StaleResultIgnored"] == ["duplicate"]
         nursery.cancel_scope.cancel()
 
 
