@@ -297,7 +297,7 @@ class Runtime:
             state, definition = await self._load(execution_id)
             if state.parent is None:
                 self._roots.add(execution_id)
-            self.supervisor.spawn(state, definition)
+            await self.supervisor.recover(state, definition)
 
     async def _load(self, execution_id: str) -> tuple[ExecutionState, CompiledDefinition]:
         history = await self.store.history(execution_id)

@@ -70,6 +70,7 @@ class ExecutionActor:
         self.mailbox = mailbox
         self.instance_id = instance_id
         self.current: Command | None = None
+        self.started = False
         self._handlers: dict[type[Command], Callable[[Any], Awaitable[Any]]] = {
             cmd.DeliverSignal: self._on_signal,
             cmd.RequestCancel: self._on_cancel,
@@ -92,9 +93,12 @@ class ExecutionActor:
         """True once the execution has ended for good."""
         return self.state.finished and self.state.status != "continued_as_new"
 
-    async def run(self) -> None:
-        """Pick up what the state holds, then serve commands and wake-ups until the end."""
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Pick up what the state holds (then report started), then serve commands and wake-ups
+        until the end."""
         await self.resume()
+        self.started = True
+        task_status.started()
         while not self.done:
             command = await self._next()
             self.current = command

@@ -76,9 +76,19 @@ class Supervisor:
 
     def spawn(self, state: ExecutionState, definition: CompiledDefinition) -> Mailbox[Command]:
         """Start an actor for ``state`` under supervision; returns its mailbox."""
+        mailbox = self._register(state)
+        self._nursery.start_soon(self._supervise, state, definition, mailbox)
+        return mailbox
+
+    async def recover(self, state: ExecutionState, definition: CompiledDefinition) -> None:
+        """Start an actor and return once it has picked up what its history holds in flight
+        (tokens re-adopted, ready units queued, timers due caught up)."""
+        mailbox = self._register(state)
+        await self._nursery.start(self._supervise, state, definition, mailbox)
+
+    def _register(self, state: ExecutionState) -> Mailbox[Command]:
         mailbox: Mailbox[Command] = Mailbox(f"execution `{state.execution_id}`", self._capacity)
         self.registry[state.execution_id] = mailbox
-        self._nursery.start_soon(self._supervise, state, definition, mailbox)
         return mailbox
 
     async def resume(self, execution_id: str) -> None:
@@ -91,13 +101,19 @@ class Supervisor:
         self.spawn(state, definition)
 
     async def _supervise(
-        self, state: ExecutionState, definition: CompiledDefinition, mailbox: Mailbox[Command]
+        self,
+        state: ExecutionState,
+        definition: CompiledDefinition,
+        mailbox: Mailbox[Command],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         execution_id = state.execution_id
+        status: trio.TaskStatus[None] = task_status
         while True:
             actor = ExecutionActor(self._host, definition, state, mailbox, self._instance_id)
             try:
-                await actor.run()
+                await actor.run(task_status=status)
             except Exception as exc:
                 log.exception("execution %s crashed", execution_id)
                 if actor.current is not None and actor.current.reply is not None:
@@ -106,8 +122,12 @@ class Supervisor:
                     )
                 if self._spent(execution_id):
                     self._quarantine(execution_id, mailbox, exc)
+                    if not actor.started:
+                        status.started()
                     return
                 self.stats.restarts += 1
+                if actor.started:
+                    status = trio.TASK_STATUS_IGNORED
                 state, definition = await self._load(execution_id)
                 continue
             self._gone(execution_id, mailbox)

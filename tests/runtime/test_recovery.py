@@ -1,0 +1,126 @@
+"""Durability and recovery on a real SQLite file and the real clock: a runtime closed mid-flight
+and opened again on the same file finishes every execution; tokens in flight wait for their
+session to come back for the session timeout counted from the restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from orbit_actors.runtime import RuntimeConfig, open_runtime
+from orbit_actors.store import open_sqlite_store
+from orbit_actors.testing import FakeWorker
+from orbit_actors.wire import messages as wire
+
+from .conftest import workflow
+
+TWO = workflow(
+    "steps: [{id: a, task: t, input: {i: '${input.i}'}}, {id: b, task: t2}]\noutput: {i: '${steps.a.output.i}'}\n"
+)
+
+
+async def test_closing_mid_flight_and_reopening_finishes_everything(tmp_path: Path) -> None:
+    path = tmp_path / "orbit.db"
+    with trio.fail_after(60):
+        async with open_sqlite_store(path) as store, open_runtime(store) as runtime:
+            await runtime.register_definition(TWO)
+            for i in range(50):
+                await runtime.start("wf", input={"i": i}, execution_id=f"e{i}")
+            half = FakeWorker(runtime, "w1", [("t", "1")])  # serves only the first step
+            async with trio.open_nursery() as nursery:
+                await nursery.start(half.serve)
+                while len(half.tasks) < 50:
+                    await trio.sleep(0.01)
+                await trio.sleep(0.2)
+                nursery.cancel_scope.cancel()
+        async with open_sqlite_store(path) as store, open_runtime(store) as runtime:
+            assert len(runtime.supervisor.registry) == 50  # recovered before the runtime is yielded
+            worker = FakeWorker(runtime, "w2", [("t", "1"), ("t2", "1")])
+            async with trio.open_nursery() as nursery:
+                await nursery.start(worker.serve)
+                for i in range(50):
+                    assert (await runtime.wait(f"e{i}", 30)).status == "completed"
+                nursery.cancel_scope.cancel()
+            assert (await runtime.describe("e7"))["output"] == {"i": 7}
+
+
+async def test_a_worker_resuming_its_session_after_a_restart_reports_its_task(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "orbit.db"
+    config = RuntimeConfig(session_timeout_ms=5000)
+    with trio.fail_after(60):
+        async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
+            await runtime.register_definition(TWO)
+            await runtime.start("wf", input={"i": 1}, execution_id="e")
+            worker = FakeWorker(runtime, "w1", [("t", "1")])
+            worker.auto = False
+            async with trio.open_nursery() as nursery:
+                await nursery.start(worker.serve)
+                while not worker.tasks:
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+            task, session_id = worker.tasks[0], worker.session_id
+        async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
+            back = FakeWorker(runtime, "w1", [("t", "1")])
+            answer = await back.register(resume=session_id)
+            assert isinstance(answer, wire.Registered) and answer.resumed
+            ack = await back.complete(task.token, {"i": 1})
+            assert isinstance(ack, wire.Ack) and ack.accepted
+            history = await runtime.history("e")
+            assert not [e for e in history if e.type == "StepAttemptUncertain"]
+
+
+async def test_a_session_that_does_not_come_back_makes_its_tokens_uncertain(tmp_path: Path) -> None:
+    path = tmp_path / "orbit.db"
+    config = RuntimeConfig(session_timeout_ms=300)
+    with trio.fail_after(60):
+        async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
+            await runtime.register_definition(TWO)
+            await runtime.start("wf", input={"i": 1}, execution_id="e")
+            worker = FakeWorker(runtime, "w1", [("t", "1")])
+            worker.auto = False
+            async with trio.open_nursery() as nursery:
+                await nursery.start(worker.serve)
+                while not worker.tasks:
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+        async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
+            rescuer = FakeWorker(runtime, "w2", [("t", "1"), ("t2", "1")])
+            async with trio.open_nursery() as nursery:
+                await nursery.start(rescuer.serve)
+                assert (await runtime.wait("e", 30)).status == "completed"
+                nursery.cancel_scope.cancel()
+            assert rescuer.tasks[0].redelivery and rescuer.tasks[0].idempotency_key == "e/1/a"
+            reasons = [
+                e.reason for e in await runtime.history("e") if e.type == "StepAttemptUncertain"
+            ]  # type: ignore[union-attr]
+            assert reasons == ["worker `w1` stopped responding"]
+
+
+async def test_a_commit_failure_leaves_memory_as_durable_and_the_caller_gets_storage_error(
+    tmp_path: Path,
+) -> None:
+    from orbit_actors.errors import StorageError
+    from orbit_actors.testing import MemoryStore
+
+    store = MemoryStore()
+    with trio.fail_after(30):
+        async with open_runtime(store) as runtime:
+            await runtime.register_definition(
+                workflow("signals: {go: null}\nsteps: [{id: w, await: go}]\n")
+            )
+            await runtime.start("wf", execution_id="e")
+            await trio.testing.wait_all_tasks_blocked()
+            store.fail_next_commit = "disk full"
+            try:
+                await runtime.signal("e", "go", 1)
+            except StorageError as exc:
+                assert "disk full" in exc.message
+            else:
+                raise AssertionError("the signal should have failed")
+            assert (await runtime.describe("e"))["pending_signals"] == []
+            await runtime.signal("e", "go", 2)
+            assert (await runtime.wait("e", 10)).status == "completed"
