@@ -108,11 +108,11 @@ async def serve_http(
             data += await stream.receive_some(65536)
         head, _, rest = data.partition(b"\r\n\r\n")
         length = int(
-            [
+            next(
                 line.split(b":")[1]
                 for line in head.split(b"\r\n")
                 if line.lower().startswith(b"content-length")
-            ][0]
+            )
         )
         while len(rest) < length:
             rest += await stream.receive_some(65536)

@@ -96,7 +96,7 @@ async def test_a_session_that_does_not_come_back_makes_its_tokens_uncertain(tmp_
             assert rescuer.tasks[0].redelivery and rescuer.tasks[0].idempotency_key == "e/1/a"
             reasons = [
                 e.reason for e in await runtime.history("e") if e.type == "StepAttemptUncertain"
-            ]  # type: ignore[union-attr]
+            ]
             assert reasons == ["worker `w1` stopped responding"]
 
 
