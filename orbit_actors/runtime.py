@@ -233,10 +233,10 @@ class Runtime:
 
     async def wait(self, execution_id: str, timeout: float) -> ExecutionRow:
         """The summary once the execution has finished; raises WaitTimeoutError."""
+        event = self._waiters.setdefault(execution_id, trio.Event())  # before reading: no gap
         row = await self._row_or_404(execution_id)
         if row.status != "running":
             return row
-        event = self._waiters.setdefault(execution_id, trio.Event())
         with trio.move_on_after(timeout):
             await event.wait()
         row = await self._row_or_404(execution_id)
@@ -314,6 +314,12 @@ class Runtime:
     def enqueue_task(self, execution_id: str, invocation: TaskInvocation) -> None:
         """A task unit is ready (called by actors)."""
         self.dispatcher.enqueue(execution_id, invocation)
+
+    def claim_worker(
+        self, execution_id: str, invocation: TaskInvocation, token: str
+    ) -> tuple[str, str] | None:
+        """A free session for a unit, reserved (called by actors before they commit)."""
+        return self.dispatcher.claim(invocation, token)
 
     def release_offer(self, session_id: str, token: str) -> None:
         """A stale offer gives its slot back."""

@@ -89,6 +89,20 @@ class Dispatcher:
                 return
         self._queues.setdefault(key, deque()).append(ready)
 
+    def claim(self, unit: TaskInvocation, token: str) -> tuple[str, str] | None:
+        """Reserve a slot for ``unit`` under ``token`` if a session can take it now and no older
+        unit waits for it; returns (session id, worker id)."""
+        key = queue_key(unit.task_name, unit.contract_version, unit.language)
+        if self._queues.get(key):
+            return None
+        for session_id in self._servers.get(key, ()):
+            slots = self._sessions[session_id]
+            if slots.free > 0:
+                slots.used += 1
+                slots.tokens.add(token)
+                return session_id, slots.worker_id
+        return None
+
     def add_session(
         self,
         session_id: str,

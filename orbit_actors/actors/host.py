@@ -23,6 +23,13 @@ class ExecutionHost(Protocol):
         """A task unit is ready for a worker."""
         ...
 
+    def claim_worker(
+        self, execution_id: str, invocation: TaskInvocation, token: str
+    ) -> tuple[str, str] | None:
+        """A session with free capacity for ``invocation`` right now, reserved for ``token``:
+        (session id, worker id); None when the unit must wait in the dispatcher."""
+        ...
+
     def release_offer(self, session_id: str, token: str) -> None:
         """An offer was stale: give the session its slot back."""
         ...
