@@ -1,0 +1,103 @@
+"""Mailboxes push back and never hang; the dispatcher serves the oldest unit a session can take."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import trio
+
+from orbit_actors.actors.dispatcher import Dispatcher, Offer
+from orbit_actors.decide.invocation import TaskInvocation
+from orbit_actors.errors import ActorGoneError, MailboxFullError
+from orbit_actors.mailbox import Command, Mailbox, Reply
+
+
+@dataclass(eq=False)
+class Ping(Command):
+    n: int = 0
+
+
+async def test_a_full_mailbox_pushes_back() -> None:
+    mailbox: Mailbox[Command] = Mailbox("actor", capacity=2)
+    mailbox.send_nowait(Ping(1))
+    mailbox.send_nowait(Ping(2))
+    with pytest.raises(MailboxFullError):
+        mailbox.send_nowait(Ping(3))
+    with trio.move_on_after(0.1) as scope:
+        await mailbox.send(Ping(3))  # waits while full
+    assert scope.cancelled_caught
+
+
+async def test_a_request_to_a_closed_mailbox_fails_at_once() -> None:
+    mailbox: Mailbox[Command] = Mailbox("execution `x`")
+    mailbox.close("finished")
+    with (
+        trio.fail_after(1),
+        pytest.raises(ActorGoneError, match=r"the actor of execution `x` is gone \(finished\)"),
+    ):
+        await mailbox.request(Ping(reply=Reply()))
+
+
+async def test_queued_requests_are_answered_when_the_mailbox_closes() -> None:
+    mailbox: Mailbox[Command] = Mailbox("execution `x`")
+    outcome: list[str] = []
+
+    async def ask() -> None:
+        try:
+            await mailbox.request(Ping(reply=Reply()))
+        except ActorGoneError as exc:
+            outcome.append(exc.why)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.testing.wait_all_tasks_blocked()
+        mailbox.close("quarantined")
+    assert outcome == ["quarantined"]
+
+
+def unit(key: str, task: str = "t", language: str | None = None) -> TaskInvocation:
+    return TaskInvocation(key, task, "1", language, {}, f"e/1/{key}", 1, False, None)
+
+
+def test_a_session_takes_the_oldest_unit_it_can_serve() -> None:
+    offers: list[Offer] = []
+    dispatcher = Dispatcher(lambda offer: offers.append(offer) or f"tok-{len(offers)}")
+    dispatcher.enqueue("e1", unit("a", "t"))
+    dispatcher.enqueue("e2", unit("b", "u"))
+    dispatcher.enqueue("e3", unit("c", "t"))
+    dispatcher.add_session("s1", "w1", "python", [("t", "1"), ("u", "1")], capacity=2)
+    assert [(o.execution_id, o.key) for o in offers] == [("e1", "a"), ("e2", "b")]
+    dispatcher.release("s1", "tok-1")
+    assert [o.key for o in offers] == ["a", "b", "c"]
+
+
+def test_language_routing_and_any() -> None:
+    offers: list[Offer] = []
+    dispatcher = Dispatcher(lambda offer: offers.append(offer) or f"tok-{len(offers)}")
+    dispatcher.add_session("py", "w-py", "python", [("t", "1")], capacity=10)
+    dispatcher.add_session("go", "w-go", "go", [("t", "1")], capacity=10)
+    dispatcher.enqueue("e", unit("go-only", language="Go"))
+    dispatcher.enqueue("e", unit("anyone", language="any"))
+    assert {o.key: o.session_id for o in offers}["go-only"] == "go"
+    assert "anyone" in {o.key for o in offers}
+
+
+def test_a_stale_offer_gives_the_slot_back() -> None:
+    offers: list[Offer] = []
+    dispatcher = Dispatcher(lambda offer: offers.append(offer) or f"tok-{len(offers)}")
+    dispatcher.add_session("s1", "w1", "python", [("t", "1")], capacity=1)
+    dispatcher.enqueue("e1", unit("a"))
+    dispatcher.enqueue("e2", unit("b"))
+    assert [o.key for o in offers] == ["a"]
+    dispatcher.release("s1", "tok-1")  # the actor refused "a" (stale)
+    assert [o.key for o in offers] == ["a", "b"]
+
+
+def test_claiming_respects_older_queued_units() -> None:
+    dispatcher = Dispatcher(lambda offer: "tok")
+    dispatcher.enqueue("e1", unit("old"))
+    dispatcher.add_session("s1", "w1", "python", [("u", "1")], capacity=1)
+    assert dispatcher.claim(unit("new"), "t2") is None  # nobody serves t
+    dispatcher.add_session("s2", "w2", "python", [("t", "1")], capacity=2)
+    assert dispatcher.claim(unit("new"), "t3") == ("s2", "w2")  # "old" went to s2 first
