@@ -56,13 +56,23 @@ async def test_queued_requests_are_answered_when_the_mailbox_closes() -> None:
     assert outcome == ["quarantined"]
 
 
+def recorder(offers: list[Offer]) -> Dispatcher:
+    """A dispatcher whose offers are recorded; the n-th offer gets token ``tok-n``."""
+
+    def offer(made: Offer) -> str:
+        offers.append(made)
+        return f"tok-{len(offers)}"
+
+    return Dispatcher(offer)
+
+
 def unit(key: str, task: str = "t", language: str | None = None) -> TaskInvocation:
     return TaskInvocation(key, task, "1", language, {}, f"e/1/{key}", 1, False, None)
 
 
 def test_a_session_takes_the_oldest_unit_it_can_serve() -> None:
     offers: list[Offer] = []
-    dispatcher = Dispatcher(lambda offer: offers.append(offer) or f"tok-{len(offers)}")
+    dispatcher = recorder(offers)
     dispatcher.enqueue("e1", unit("a", "t"))
     dispatcher.enqueue("e2", unit("b", "u"))
     dispatcher.enqueue("e3", unit("c", "t"))
@@ -74,7 +84,7 @@ def test_a_session_takes_the_oldest_unit_it_can_serve() -> None:
 
 def test_language_routing_and_any() -> None:
     offers: list[Offer] = []
-    dispatcher = Dispatcher(lambda offer: offers.append(offer) or f"tok-{len(offers)}")
+    dispatcher = recorder(offers)
     dispatcher.add_session("py", "w-py", "python", [("t", "1")], capacity=10)
     dispatcher.add_session("go", "w-go", "go", [("t", "1")], capacity=10)
     dispatcher.enqueue("e", unit("go-only", language="Go"))
@@ -85,7 +95,7 @@ def test_language_routing_and_any() -> None:
 
 def test_a_stale_offer_gives_the_slot_back() -> None:
     offers: list[Offer] = []
-    dispatcher = Dispatcher(lambda offer: offers.append(offer) or f"tok-{len(offers)}")
+    dispatcher = recorder(offers)
     dispatcher.add_session("s1", "w1", "python", [("t", "1")], capacity=1)
     dispatcher.enqueue("e1", unit("a"))
     dispatcher.enqueue("e2", unit("b"))
