@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -136,7 +137,7 @@ class Runtime:
         """Start an execution; returns (execution_id, created). An existing id of the same
         definition answers created=False."""
         definition = self.definitions.resolve(workflow, version)
-        execution_id = execution_id or f"{secrets.token_hex(8)}"
+        execution_id = execution_id or str(uuid.uuid4())
         pure.check_execution_id(execution_id)
         lock = self._starting.setdefault(execution_id, trio.Lock())
         async with lock:
