@@ -289,3 +289,28 @@ async def test_workers_are_listed_with_sessions_and_tasks_in_flight(
             1,
         )
         nursery.cancel_scope.cancel()
+
+
+async def test_a_missed_deadline_cancels_the_token_at_the_worker_and_retries(
+    runtime: Runtime, autojump_clock: MockClock
+) -> None:
+    await runtime.register_definition(
+        workflow("steps: [{id: a, task: t, timeout: 30s, retry: {initial_interval: 1s}}]\n")
+    )
+    worker = FakeWorker(runtime, "w1", [("t", "1")])
+    worker.auto = False
+    async with trio.open_nursery() as nursery:
+        await nursery.start(worker.serve)
+        execution_id, _ = await runtime.start("wf")
+        first = await first_task(worker)
+        assert first.timeout_ms == 30_000 and first.deadline_ms is not None
+        with trio.fail_after(120):
+            while len(worker.tasks) < 2:
+                await trio.sleep(0.5)
+        cancels = [m for m in worker.received if isinstance(m, wire.Cancel)]
+        assert cancels[0].tokens == [first.token] and cancels[0].reason == "attempt timed out"
+        second = worker.tasks[1]
+        assert second.attempt == 2 and not second.redelivery
+        await worker.complete(second.token, {"ok": True})
+        assert (await runtime.wait(execution_id, 10)).status == "completed"
+        nursery.cancel_scope.cancel()
