@@ -34,6 +34,7 @@ class FakeWorker:
         *,
         concurrency: int = 100,
         runtime_name: str = "python",
+        auto: bool = True,
     ) -> None:
         self.runtime = runtime
         self.worker_id = worker_id
@@ -46,7 +47,7 @@ class FakeWorker:
         self.session_id: str | None = None
         self._inbox_send, self._inbox = trio.open_memory_channel[wire.ServerMessage](math.inf)
         self.connection = runtime.connect(self._deliver)
-        self.auto = True
+        self.auto = auto  # answer tasks as they come; False leaves them to the test
 
     def _deliver(self, message: wire.ServerMessage) -> None:
         self.received.append(message)

@@ -55,8 +55,7 @@ async def test_a_worker_resuming_its_session_after_a_restart_reports_its_task(
         async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
             await runtime.register_definition(TWO)
             await runtime.start("wf", input={"i": 1}, execution_id="e")
-            worker = FakeWorker(runtime, "w1", [("t", "1")])
-            worker.auto = False
+            worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
             async with trio.open_nursery() as nursery:
                 await nursery.start(worker.serve)
                 while not worker.tasks:
@@ -80,8 +79,7 @@ async def test_a_session_that_does_not_come_back_makes_its_tokens_uncertain(tmp_
         async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
             await runtime.register_definition(TWO)
             await runtime.start("wf", input={"i": 1}, execution_id="e")
-            worker = FakeWorker(runtime, "w1", [("t", "1")])
-            worker.auto = False
+            worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
             async with trio.open_nursery() as nursery:
                 await nursery.start(worker.serve)
                 while not worker.tasks:

@@ -74,14 +74,12 @@ async def test_a_lost_worker_has_its_task_redelivered_with_the_same_attempt_and_
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     execution_id = await started(runtime)
-    lost = FakeWorker(runtime, "w1", [("t", "1")])
-    lost.auto = False
+    lost = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(lost.serve)
         first = await first_task(lost)
         lost.connection.closed()  # the socket drops; no goodbye
-        rescuer = FakeWorker(runtime, "w2", [("t", "1"), ("t2", "1")])
-        rescuer.auto = False
+        rescuer = FakeWorker(runtime, "w2", [("t", "1"), ("t2", "1")], auto=False)
         await nursery.start(rescuer.serve)
         again = await first_task(rescuer)
         assert (again.attempt, again.idempotency_key, again.redelivery) == (
@@ -98,8 +96,7 @@ async def test_a_lost_worker_has_its_task_redelivered_with_the_same_attempt_and_
 
 async def test_unregister_redelivers_at_once(runtime: Runtime, autojump_clock: MockClock) -> None:
     execution_id = await started(runtime)
-    leaving = FakeWorker(runtime, "w1", [("t", "1")])
-    leaving.auto = False
+    leaving = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(leaving.serve)
         await first_task(leaving)
@@ -117,14 +114,12 @@ async def test_a_late_result_from_a_previous_session_is_accepted_and_a_second_is
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     execution_id = await started(runtime)
-    old = FakeWorker(runtime, "w1", [("t", "1")])
-    old.auto = False
+    old = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(old.serve)
         first = await first_task(old)
         old.connection.closed()
-        other = FakeWorker(runtime, "w2", [("t", "1")])
-        other.auto = False
+        other = FakeWorker(runtime, "w2", [("t", "1")], auto=False)
         await nursery.start(other.serve)
         second = await first_task(other)
         back = FakeWorker(runtime, "w1", [("t", "1")])
@@ -145,8 +140,7 @@ async def test_a_session_resumed_within_the_timeout_keeps_its_tasks(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     execution_id = await started(runtime)
-    worker = FakeWorker(runtime, "w1", [("t", "1")])
-    worker.auto = False
+    worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.serve)
         task = await first_task(worker)
@@ -198,8 +192,7 @@ async def test_a_result_for_another_workers_token_is_forbidden(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     await started(runtime)
-    owner = FakeWorker(runtime, "w1", [("t", "1")])
-    owner.auto = False
+    owner = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(owner.serve)
         task = await first_task(owner)
@@ -224,8 +217,7 @@ async def test_cancel_pushes_and_heartbeats_list_cancelled_tokens(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     execution_id = await started(runtime)
-    worker = FakeWorker(runtime, "w1", [("t", "1")])
-    worker.auto = False
+    worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.serve)
         task = await first_task(worker)
@@ -276,8 +268,7 @@ async def test_workers_are_listed_with_sessions_and_tasks_in_flight(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     await started(runtime)
-    worker = FakeWorker(runtime, "w1", [("t", "1")])
-    worker.auto = False
+    worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.serve)
         await first_task(worker)
@@ -297,8 +288,7 @@ async def test_a_missed_deadline_cancels_the_token_at_the_worker_and_retries(
     await runtime.register_definition(
         workflow("steps: [{id: a, task: t, timeout: 30s, retry: {initial_interval: 1s}}]\n")
     )
-    worker = FakeWorker(runtime, "w1", [("t", "1")])
-    worker.auto = False
+    worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.serve)
         execution_id, _ = await runtime.start("wf")

@@ -106,8 +106,7 @@ async def test_a_child_finishing_while_its_parent_is_respawned_is_not_lost(
             name="parent",
         )
     )
-    worker = FakeWorker(runtime, "w1", [("t", "1")])
-    worker.auto = False
+    worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.serve)
         await runtime.start("parent", execution_id="p")
