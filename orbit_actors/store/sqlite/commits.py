@@ -24,16 +24,19 @@ ROW_COLUMNS = (
     "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
     "closed_at_ms, parent_id, schedule_id, last_seq"
 )
-_INSERT_EXECUTION = f"INSERT INTO executions (ord, {ROW_COLUMNS}, head) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_UPDATE_EXECUTION = (
-    "UPDATE executions SET status = ?, run = ?, closed_at_ms = ?, last_seq = ?, head = ? "
-    "WHERE ord = ?"
+# Each statement below is sent for the whole batch as one multi-row statement: one step of
+# SQLite, so the writer thread gives up and takes back the GIL a few times per batch rather than
+# once per row (under a busy trio thread every take-back can wait a whole switch interval).
+_UPSERT_EXECUTIONS = (
+    f"INSERT INTO executions (ord, {ROW_COLUMNS}, head) VALUES {{rows}} "
+    "ON CONFLICT (ord) DO UPDATE SET status = excluded.status, run = excluded.run, "
+    "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, head = excluded.head"
 )
-_INSERT_SEGMENT = (
-    "INSERT INTO segments (id, execution_id, run, first_seq, last_seq, prev, events) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT_SEGMENTS = (
+    "INSERT INTO segments (id, execution_id, run, first_seq, last_seq, prev, events) VALUES {rows}"
 )
-_ARCHIVE_RUN = "INSERT INTO runs (execution_id, run, head, last_seq) VALUES (?, ?, ?, ?)"
+_ARCHIVE_RUNS = "INSERT INTO runs (execution_id, run, head, last_seq) VALUES {rows}"
+_MAX_VARIABLES = 30_000  # below SQLite's default limit of 32,766 bound parameters
 _LOOKUP_CHUNK = 500
 
 
@@ -74,8 +77,7 @@ class CommitBatcher:
             table: self._first_free(conn, table) for table in ("segments", "executions")
         }
         segments: list[tuple[Any, ...]] = []
-        inserts: list[tuple[Any, ...]] = []
-        updates: list[tuple[Any, ...]] = []
+        summaries: list[tuple[Any, ...]] = []
         archived: list[tuple[Any, ...]] = []
         for work in works:
             commit: Commit = work.commit
@@ -90,11 +92,10 @@ class CommitBatcher:
                 segment_id = self._allocate("segments")
                 segments.append(_segment(segment_id, head, work))
                 head = segment_id
-            self._summarize(commit, current, head, inserts, updates)
-        conn.executemany(_ARCHIVE_RUN, archived)
-        conn.executemany(_INSERT_SEGMENT, segments)
-        conn.executemany(_INSERT_EXECUTION, inserts)
-        conn.executemany(_UPDATE_EXECUTION, updates)
+            summaries.append(self._summarize(commit, current, head))
+        insert_rows(conn, _ARCHIVE_RUNS, archived)
+        insert_rows(conn, _INSERT_SEGMENTS, segments)
+        insert_rows(conn, _UPSERT_EXECUTIONS, summaries)
 
     def settle(self, committed: bool) -> None:
         """Keep what the batch staged when the transaction committed; forget it otherwise."""
@@ -125,30 +126,22 @@ class CommitBatcher:
         return self._positions.get(execution_id)
 
     def _summarize(
-        self,
-        commit: Commit,
-        current: Position | None,
-        head: int | None,
-        inserts: list[tuple[Any, ...]],
-        updates: list[tuple[Any, ...]],
-    ) -> None:
+        self, commit: Commit, current: Position | None, head: int | None
+    ) -> tuple[Any, ...]:
+        """The summary row to write (a new row gets the next ord) and the position to stage."""
         row, events = commit.row, commit.events
         if events:
             last_seq = events[-1].seq
         else:
             last_seq = 0 if commit.rollover or current is None else current.last_seq
-        if current is None:
-            ord_ = self._allocate("executions")
-            inserts.append((ord_, row.execution_id, row.workflow, row.version, row.definition_hash,
-                            row.status, row.run, row.started_at_ms, row.closed_at_ms, row.parent_id,
-                            row.schedule_id, last_seq, head))  # fmt: skip
-        else:
-            ord_ = current.ord
-            updates.append((row.status, row.run, row.closed_at_ms, last_seq, head, ord_))
+        ord_ = self._allocate("executions") if current is None else current.ord
         running = row.status not in TERMINAL_STATUSES
         self._staged[row.execution_id] = (
             Position(ord_, row.run, last_seq, head) if running else None
         )
+        return (ord_, row.execution_id, row.workflow, row.version, row.definition_hash, row.status,
+                row.run, row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id,
+                last_seq, head)  # fmt: skip
 
     def _load_missing(self, conn: sqlite3.Connection, works: list[Any]) -> None:
         ids = {w.commit.row.execution_id for w in works}
@@ -162,6 +155,20 @@ class CommitBatcher:
             )
             for execution_id, ord_, run, last_seq, head in conn.execute(query, chunk):
                 self._positions[execution_id] = Position(ord_, run, last_seq, head)
+
+
+def insert_rows(conn: sqlite3.Connection, template: str, rows: list[tuple[Any, ...]]) -> None:
+    """Run ``template`` (with ``{rows}`` for the VALUES list) for all ``rows``, as few
+    multi-row statements as SQLite's parameter limit allows."""
+    if not rows:
+        return
+    width = len(rows[0])
+    per_statement = max(1, _MAX_VARIABLES // width)
+    placeholder = "(" + ", ".join("?" * width) + ")"
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start : start + per_statement]
+        sql = template.format(rows=", ".join([placeholder] * len(chunk)))
+        conn.execute(sql, [value for row in chunk for value in row])
 
 
 def _segment(segment_id: int, prev: int | None, work: CommitWork) -> tuple[Any, ...]:
