@@ -122,3 +122,48 @@ async def test_a_commit_failure_leaves_memory_as_durable_and_the_caller_gets_sto
             assert (await runtime.describe("e"))["pending_signals"] == []
             await runtime.signal("e", "go", 2)
             assert (await runtime.wait("e", 10)).status == "completed"
+
+
+async def test_a_builtin_http_attempt_cut_by_a_restart_is_uncertain_and_runs_again(
+    tmp_path: Path,
+) -> None:
+    calls: list[int] = []
+
+    async def handle(stream: trio.SocketStream) -> None:
+        calls.append(1)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive_some(65536)
+        if len(calls) == 1:
+            await trio.sleep_forever()  # the first attempt never answers: the server goes down
+        body = b'{"ok": true}'
+        await stream.send_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s"
+            % (len(body), body)
+        )
+        await stream.aclose()
+
+    path = tmp_path / "orbit.db"
+    config = RuntimeConfig(enable_http_adapter=True)
+    text = workflow(
+        "input: {type: object, properties: {url: {type: string}}}\nsteps: [{id: call, http: {url: '${input.url}', timeout: 60s}}]\noutput: '${steps.call.output.body}'\n"
+    )
+    with trio.fail_after(60):
+        async with trio.open_nursery() as servers:
+            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            port = listeners[0].socket.getsockname()[1]
+            servers.start_soon(trio.serve_listeners, handle, listeners)
+            async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
+                await runtime.register_definition(text)
+                await runtime.start(
+                    "wf", input={"url": f"http://127.0.0.1:{port}/"}, execution_id="h"
+                )
+                while not calls:
+                    await trio.sleep(0.01)
+            async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
+                assert (await runtime.wait("h", 30)).status == "completed"
+                history = await runtime.history("h")
+                [uncertain] = [e for e in history if e.type == "StepAttemptUncertain"]
+                assert uncertain.reason == "runtime restarted while the built-in task was running"
+                assert (await runtime.describe("h"))["output"] == {"ok": True}
+            servers.cancel_scope.cancel()
