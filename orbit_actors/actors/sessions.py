@@ -102,6 +102,7 @@ class SessionManager:
         self._holder: dict[str, str] = {}  # token -> session id
         self._changed = trio.Event()
         self._pending_uncertain: dict[str, tuple[float, str]] = {}  # token -> (due, reason)
+        self._next_wake = 0.0  # when the liveness timer looks next
 
     def connect(self, send: Send, close: Close | None = None) -> Connection:
         """A new connection; feed it every decoded message."""
@@ -161,7 +162,7 @@ class SessionManager:
         task_status.started()
         while True:
             self._changed = trio.Event()
-            wake = self._expire(trio.current_time())
+            wake = self._next_wake = self._expire(trio.current_time())
             with trio.move_on_at(wake):
                 await self._changed.wait()
 
@@ -172,9 +173,9 @@ class SessionManager:
         """Handle what is due at ``now``; returns when to look again."""
         wake = now + 3600.0
         for session in list(self.sessions.values()):
-            if session.connection is None and session.expires_at <= now:
+            if session.expires_at <= now:
                 self._die(session, "stopped responding")
-            elif session.connection is None:
+            else:
                 wake = min(wake, session.expires_at)
         for token, (due, reason) in list(self._pending_uncertain.items()):
             if due <= now:
@@ -190,6 +191,10 @@ class SessionManager:
         their dispatch too."""
         self.sessions.pop(session.id, None)
         self.host.remove_session(session.id)
+        if session.connection is not None:  # connected but silent: the worker is hung
+            session.connection.session = None
+            session.connection.close(4001, "session timed out")
+            session.connection = None
         reason = f"worker `{session.worker_id}` {why}"
         now_ms = self.host.clock.now_ms()
         for token, dispatched_at in session.tokens.items():
@@ -219,6 +224,8 @@ class SessionManager:
     def seen(self, session: WorkerSession) -> None:
         """Any message is a sign of life."""
         session.expires_at = trio.current_time() + self.timeout_ms / 1000
+        if session.expires_at < self._next_wake:
+            self._poke()
 
 
 class Connection:

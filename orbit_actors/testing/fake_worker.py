@@ -35,6 +35,7 @@ class FakeWorker:
         concurrency: int = 100,
         runtime_name: str = "python",
         auto: bool = True,
+        heartbeat: bool = True,
     ) -> None:
         self.runtime = runtime
         self.worker_id = worker_id
@@ -48,6 +49,7 @@ class FakeWorker:
         self._inbox_send, self._inbox = trio.open_memory_channel[wire.ServerMessage](math.inf)
         self.connection = runtime.connect(self._deliver)
         self.auto = auto  # answer tasks as they come; False leaves them to the test
+        self.heartbeat = heartbeat  # send heartbeats as the SDK does; False plays a hung worker
 
     def _deliver(self, message: wire.ServerMessage) -> None:
         self.received.append(message)
@@ -69,14 +71,21 @@ class FakeWorker:
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Register, then answer tasks as they come (when ``auto``)."""
-        await self.register()
+        answer = await self.register()
         task_status.started()
         async with trio.open_nursery() as nursery:
+            if self.heartbeat and isinstance(answer, wire.Registered):
+                nursery.start_soon(self._beat, answer.heartbeat_interval_ms / 1000)
             async for message in self._inbox:
                 if isinstance(message, wire.Task):
                     self.tasks.append(message)
                     if self.auto:
                         nursery.start_soon(self.answer, message)
+
+    async def _beat(self, interval: float) -> None:
+        while self.connection.session is not None:
+            await trio.sleep(interval)
+            await self.connection.handle(wire.Heartbeat(type="heartbeat"))
 
     async def answer(self, task: wire.Task) -> None:
         """Run the handler on ``task`` and report its outcome."""

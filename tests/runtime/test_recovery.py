@@ -74,7 +74,7 @@ async def test_a_worker_resuming_its_session_after_a_restart_reports_its_task(
 
 async def test_a_session_that_does_not_come_back_makes_its_tokens_uncertain(tmp_path: Path) -> None:
     path = tmp_path / "orbit.db"
-    config = RuntimeConfig(session_timeout_ms=300)
+    config = RuntimeConfig(session_timeout_ms=300, heartbeat_interval_ms=100)
     with trio.fail_after(60):
         async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
             await runtime.register_definition(TWO)

@@ -304,3 +304,24 @@ async def test_a_missed_deadline_cancels_the_token_at_the_worker_and_retries(
         await worker.complete(second.token, {"ok": True})
         assert (await runtime.wait(execution_id, 10)).status == "completed"
         nursery.cancel_scope.cancel()
+
+
+async def test_a_silent_worker_dies_and_its_task_is_uncertain_once_the_timeout_passed_since_dispatch(
+    runtime: Runtime, autojump_clock: MockClock
+) -> None:
+    await runtime.register_definition(ONE)
+    closed: list[tuple[int, str]] = []
+    worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False, heartbeat=False)
+    worker.connection.close = lambda code, reason: closed.append((code, reason))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(worker.serve)  # registered at t=0, then silent
+        await trio.sleep(20)
+        execution_id, _ = await runtime.start("wf", input={})
+        await first_task(worker)  # dispatched at t=20
+        await trio.sleep(40)  # the session dies at t=30; the token is uncertain at t=50
+        history = await runtime.history(execution_id)
+        dispatched = next(e for e in history if e.type == "StepDispatched")
+        uncertain = next(e for e in history if e.type == "StepAttemptUncertain")
+        assert uncertain.timestamp_ms - dispatched.timestamp_ms == 30_000
+        assert closed == [(4001, "session timed out")]
+        nursery.cancel_scope.cancel()
