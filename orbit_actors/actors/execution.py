@@ -71,17 +71,6 @@ class ExecutionActor:
         self.instance_id = instance_id
         self.current: Command | None = None
         self.started = False
-        self._handlers: dict[type[Command], Callable[[Any], Awaitable[Any]]] = {
-            cmd.DeliverSignal: self._on_signal,
-            cmd.RequestCancel: self._on_cancel,
-            cmd.ReportResult: self._on_result,
-            cmd.OfferDispatch: self._on_offer,
-            cmd.MarkUncertain: self._on_uncertain,
-            cmd.ChildEnded: self._on_child_ended,
-            cmd.ChildNotStarted: self._on_child_not_started,
-            cmd.RunQuery: self._on_query,
-            cmd.Describe: self._on_describe,
-        }
 
     @property
     def execution_id(self) -> str:
@@ -123,9 +112,9 @@ class ExecutionActor:
         return None
 
     async def _handle(self, command: Command) -> None:
-        handler = self._handlers[type(command)]
+        handler = _HANDLERS[type(command)]  # a command no handler knows is a bug: crash
         try:
-            value = await handler(command)
+            value = await handler(self, command)
         except OrbitError as exc:
             if command.reply is None:
                 raise
@@ -363,3 +352,17 @@ class ExecutionActor:
             redelivery=found.redelivery, deadline_ms=dispatched.deadline_ms,
             timeout_ms=found.timeout_ms,
         )  # fmt: skip
+
+
+_HANDLERS: dict[type[Command], Callable[[ExecutionActor, Any], Awaitable[Any]]] = {
+    cmd.DeliverSignal: ExecutionActor._on_signal,
+    cmd.RequestCancel: ExecutionActor._on_cancel,
+    cmd.ReportResult: ExecutionActor._on_result,
+    cmd.OfferDispatch: ExecutionActor._on_offer,
+    cmd.MarkUncertain: ExecutionActor._on_uncertain,
+    cmd.ChildEnded: ExecutionActor._on_child_ended,
+    cmd.ChildNotStarted: ExecutionActor._on_child_not_started,
+    cmd.RunQuery: ExecutionActor._on_query,
+    cmd.Describe: ExecutionActor._on_describe,
+}
+"""One handler per command type (a table, not an ``elif`` chain); shared by every actor."""
