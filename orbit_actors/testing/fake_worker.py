@@ -82,6 +82,14 @@ class FakeWorker:
                     if self.auto:
                         nursery.start_soon(self.answer, message)
 
+    async def first_task(self, within: float = 3600.0) -> wire.Task:
+        """The first task pushed to this worker; fails after ``within`` seconds (virtual under a
+        MockClock) instead of hanging a test."""
+        with trio.fail_after(within):
+            while not self.tasks:
+                await trio.sleep(0.01)
+        return self.tasks[0]
+
     async def _beat(self, interval: float) -> None:
         while self.connection.session is not None:
             await trio.sleep(interval)

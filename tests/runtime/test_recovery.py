@@ -58,8 +58,7 @@ async def test_a_worker_resuming_its_session_after_a_restart_reports_its_task(
             worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
             async with trio.open_nursery() as nursery:
                 await nursery.start(worker.serve)
-                while not worker.tasks:
-                    await trio.sleep(0.01)
+                await worker.first_task()
                 nursery.cancel_scope.cancel()
             task, session_id = worker.tasks[0], worker.session_id
         async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
@@ -82,8 +81,7 @@ async def test_a_session_that_does_not_come_back_makes_its_tokens_uncertain(tmp_
             worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
             async with trio.open_nursery() as nursery:
                 await nursery.start(worker.serve)
-                while not worker.tasks:
-                    await trio.sleep(0.01)
+                await worker.first_task()
                 nursery.cancel_scope.cancel()
         async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
             rescuer = FakeWorker(runtime, "w2", [("t", "1"), ("t2", "1")])

@@ -21,11 +21,16 @@ async def started(runtime: Runtime, text: str = ONE, **kwargs: object) -> str:
     return execution_id
 
 
-async def first_task(worker: FakeWorker) -> wire.Task:
-    with trio.fail_after(3600):  # virtual time: a lost task fails the test instead of hanging it
-        while not worker.tasks:
-            await trio.sleep(0.01)
-    return worker.tasks[0]
+async def holding(
+    nursery: trio.Nursery,
+    runtime: Runtime,
+    worker_id: str = "w1",
+    contracts: list[tuple[str, str]] | None = None,
+) -> tuple[FakeWorker, wire.Task]:
+    """A worker that registered, received its first task and does not answer it."""
+    worker = FakeWorker(runtime, worker_id, contracts or [("t", "1")], auto=False)
+    await nursery.start(worker.serve)
+    return worker, await worker.first_task()
 
 
 async def test_registration_refusals_keep_the_connection(
@@ -74,14 +79,10 @@ async def test_a_lost_worker_has_its_task_redelivered_with_the_same_attempt_and_
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     execution_id = await started(runtime)
-    lost = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
-        await nursery.start(lost.serve)
-        first = await first_task(lost)
+        lost, first = await holding(nursery, runtime, "w1", [("t", "1")])
         lost.connection.closed()  # the socket drops; no goodbye
-        rescuer = FakeWorker(runtime, "w2", [("t", "1"), ("t2", "1")], auto=False)
-        await nursery.start(rescuer.serve)
-        again = await first_task(rescuer)
+        _, again = await holding(nursery, runtime, "w2", [("t", "1"), ("t2", "1")])
         assert (again.attempt, again.idempotency_key, again.redelivery) == (
             1,
             first.idempotency_key,
@@ -96,10 +97,8 @@ async def test_a_lost_worker_has_its_task_redelivered_with_the_same_attempt_and_
 
 async def test_unregister_redelivers_at_once(runtime: Runtime, autojump_clock: MockClock) -> None:
     execution_id = await started(runtime)
-    leaving = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
-        await nursery.start(leaving.serve)
-        await first_task(leaving)
+        leaving, _ = await holding(nursery, runtime, "w1", [("t", "1")])
         await leaving.connection.handle(wire.Unregister(type="unregister"))
         assert isinstance(leaving.received[-1], wire.Unregistered)
         await trio.testing.wait_all_tasks_blocked()
@@ -114,14 +113,10 @@ async def test_a_late_result_from_a_previous_session_is_accepted_and_a_second_is
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     execution_id = await started(runtime)
-    old = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
-        await nursery.start(old.serve)
-        first = await first_task(old)
+        old, first = await holding(nursery, runtime, "w1", [("t", "1")])
         old.connection.closed()
-        other = FakeWorker(runtime, "w2", [("t", "1")], auto=False)
-        await nursery.start(other.serve)
-        second = await first_task(other)
+        other, second = await holding(nursery, runtime, "w2", [("t", "1")])
         back = FakeWorker(runtime, "w1", [("t", "1")])
         await back.register()
         ack = await back.complete(first.token, {"from": "old session"})
@@ -140,10 +135,8 @@ async def test_a_session_resumed_within_the_timeout_keeps_its_tasks(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     execution_id = await started(runtime)
-    worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
-        await nursery.start(worker.serve)
-        task = await first_task(worker)
+        worker, task = await holding(nursery, runtime, "w1", [("t", "1")])
         session_id = worker.session_id
         worker.connection.closed()
         await trio.sleep(10)
@@ -192,10 +185,8 @@ async def test_a_result_for_another_workers_token_is_forbidden(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     await started(runtime)
-    owner = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
-        await nursery.start(owner.serve)
-        task = await first_task(owner)
+        _, task = await holding(nursery, runtime, "w1", [("t", "1")])
         thief = FakeWorker(runtime, "w2", [("t", "1")])
         await thief.register()
         answer = await thief.complete(task.token, {"stolen": True})
@@ -217,10 +208,8 @@ async def test_cancel_pushes_and_heartbeats_list_cancelled_tokens(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     execution_id = await started(runtime)
-    worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
-        await nursery.start(worker.serve)
-        task = await first_task(worker)
+        worker, task = await holding(nursery, runtime, "w1", [("t", "1")])
         await runtime.cancel(execution_id, "stop")
         pushes = [m for m in worker.received if isinstance(m, wire.Cancel)]
         assert (
@@ -268,10 +257,8 @@ async def test_workers_are_listed_with_sessions_and_tasks_in_flight(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
     await started(runtime)
-    worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
     async with trio.open_nursery() as nursery:
-        await nursery.start(worker.serve)
-        await first_task(worker)
+        await holding(nursery, runtime, "w1", [("t", "1")])
         [listed] = await runtime.workers()
         assert (listed["worker_id"], listed["online"], listed["sessions"], listed["inflight"]) == (
             "w1",
@@ -292,7 +279,7 @@ async def test_a_missed_deadline_cancels_the_token_at_the_worker_and_retries(
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.serve)
         execution_id, _ = await runtime.start("wf")
-        first = await first_task(worker)
+        first = await worker.first_task()
         assert first.timeout_ms == 30_000 and first.deadline_ms is not None
         with trio.fail_after(120):
             while len(worker.tasks) < 2:
@@ -317,7 +304,7 @@ async def test_a_silent_worker_dies_and_its_task_is_uncertain_once_the_timeout_p
         await nursery.start(worker.serve)  # registered at t=0, then silent
         await trio.sleep(20)
         execution_id, _ = await runtime.start("wf", input={})
-        await first_task(worker)  # dispatched at t=20
+        await worker.first_task()  # dispatched at t=20
         await trio.sleep(40)  # the session dies at t=30; the token is uncertain at t=50
         history = await runtime.history(execution_id)
         dispatched = next(e for e in history if e.type == "StepDispatched")
