@@ -34,6 +34,7 @@ from .errors import (
     ExecutionExistsError,
     ExecutionFinishedError,
     ExecutionNotFoundError,
+    InternalError,
     OrbitError,
     QuarantinedError,
     ResourceExhaustedError,
@@ -45,11 +46,26 @@ from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
 from .mailbox import Command, Mailbox, Reply
-from .store.base import Commit, DefinitionRecord, ExecutionPage, ExecutionRow, Store, WorkerRecord
+from .store.base import (
+    AlreadyStored,
+    DefinitionRecord,
+    ExecutionPage,
+    ExecutionRow,
+    Store,
+    WorkerRecord,
+)
 from .supervisor import RestartIntensity, Supervisor
 from .wire.messages import Task
 
 log = logging.getLogger("orbit.runtime")
+
+
+@dataclass(eq=False)
+class _Waiter:
+    """Callers waiting for one execution to finish; ``row`` is its final summary."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    row: ExecutionRow | None = None
 
 
 @dataclass(frozen=True)
@@ -105,7 +121,7 @@ class Runtime:
         )  # fmt: skip
         self.http = HttpRunner(nursery, self._report_builtin, enabled=config.enable_http_adapter)
         self._roots: set[str] = set()
-        self._waiters: dict[str, trio.Event] = {}
+        self._waiters: dict[str, _Waiter] = {}
         self._starting: dict[str, trio.Lock] = {}
 
     # -- definitions -----------------------------------------------------------------------
@@ -153,14 +169,10 @@ class Runtime:
         self, definition: CompiledDefinition, execution_id: str, input: Any,
         parent: ParentRef | None, schedule_id: str | None,
     ) -> tuple[str, bool]:  # fmt: skip
-        existing = await self.store.execution(execution_id)
-        if existing is not None:
-            if existing.definition_hash == definition.definition_hash:
-                return execution_id, False
-            raise ExecutionExistsError(
-                f"execution `{execution_id}` already exists for a different workflow "
-                f"({existing.workflow}@{existing.version})"
-            )
+        supervisor = self.supervisor
+        if execution_id in supervisor.registry or execution_id in supervisor.quarantined:
+            existing = await self.store.execution(execution_id)
+            return self._existing(execution_id, definition, existing)
         limit = self.config.max_active_executions
         if parent is None and limit is not None and len(self._roots) >= limit:
             raise ResourceExhaustedError(
@@ -172,11 +184,32 @@ class Runtime:
             limits=limits, parent=parent, schedule_id=schedule_id,
         )  # fmt: skip
         state = replay(events)
-        await self.store.commit(Commit(row_of(state), events))
         if parent is None:
-            self._roots.add(execution_id)
-        self.supervisor.spawn(state, definition)
+            self._roots.add(execution_id)  # before the actor runs: it may finish at once
+        try:
+            with trio.CancelScope(shield=True):  # a stored execution always gets its actor
+                await self.supervisor.create(state, definition, events)
+        except BaseException as exc:
+            self._roots.discard(execution_id)
+            if isinstance(exc, AlreadyStored):
+                existing = await self.store.execution(execution_id)
+                return self._existing(execution_id, definition, existing)
+            raise
         return execution_id, True
+
+    @staticmethod
+    def _existing(
+        execution_id: str, definition: CompiledDefinition, existing: ExecutionRow | None
+    ) -> tuple[str, bool]:
+        """Starting an id that is taken: the same definition answers created=False."""
+        if existing is None:  # only a concurrent delete could do this, and nothing deletes
+            raise InternalError(f"execution `{execution_id}` vanished while starting")
+        if existing.definition_hash == definition.definition_hash:
+            return execution_id, False
+        raise ExecutionExistsError(
+            f"execution `{execution_id}` already exists for a different workflow "
+            f"({existing.workflow}@{existing.version})"
+        )
 
     async def signal(self, execution_id: str, name: str, payload: Any) -> int:
         """Deliver a signal; returns its seq."""
@@ -234,18 +267,22 @@ class Runtime:
 
     async def wait(self, execution_id: str, timeout: float) -> ExecutionRow:
         """The summary once the execution has finished; raises WaitTimeoutError."""
-        event = self._waiters.setdefault(execution_id, trio.Event())  # before reading: no gap
-        row = await self._row_or_404(execution_id)
-        if row.status != "running":
-            return row
+        waiter = self._waiters.get(execution_id)
+        if waiter is None:
+            waiter = self._waiters[execution_id] = _Waiter()  # before reading: no gap
+        if execution_id not in self.supervisor.registry:  # a live actor has not finished
+            row = await self._row_or_404(execution_id)
+            if row.status != "running":
+                return row
         with trio.move_on_after(timeout):
-            await event.wait()
-        row = await self._row_or_404(execution_id)
-        if row.status == "running":
+            await waiter.done.wait()
+        if waiter.row is None:
             raise WaitTimeoutError(
                 f"execution `{execution_id}` is still running after {timeout:g} s"
             )
-        return row
+        if waiter.row.run > 1:  # the stored row keeps the first run's start time
+            return await self._row_or_404(execution_id)
+        return waiter.row
 
     async def resume(self, execution_id: str) -> dict[str, Any]:
         """Respawn a quarantined execution from its history."""
@@ -396,7 +433,8 @@ class Runtime:
         self._roots.discard(state.execution_id)
         waiter = self._waiters.pop(state.execution_id, None)
         if waiter is not None:
-            waiter.set()
+            waiter.row = row_of(state)
+            waiter.done.set()
         if state.parent is not None:
             self._tell_child_ended(state)
 

@@ -26,7 +26,7 @@ from ..history.events import Event, StepDispatched
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
-from ..store.base import Commit
+from ..store.base import AlreadyStored, Commit
 from ..wire.messages import Task
 from . import commands as cmd
 from .host import ExecutionHost
@@ -82,10 +82,20 @@ class ExecutionActor:
         """True once the execution has ended for good."""
         return self.state.finished and self.state.status != "continued_as_new"
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self,
+        created: list[Event] | None = None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
         """Pick up what the state holds (then report started), then serve commands and wake-ups
-        until the end."""
-        await self.resume()
+        until the end. ``created`` are the first events of a new execution, already applied to
+        the state and not yet stored: they are committed with the first decisions, and a taken
+        id raises :class:`AlreadyStored` before the actor reports started."""
+        if created is None:
+            await self.resume()
+        else:
+            await self._settle(created, create=True)
         self.started = True
         task_status.started()
         while not self.done:
@@ -183,17 +193,26 @@ class ExecutionActor:
     ) -> list[Event]:
         """Apply command events, decide to the fixpoint, commit, then publish the effects
         (``reported`` is a token whose worker just answered: it needs no cancel)."""
-        state = self.state
         for event in command_events:
-            apply(state, event)
+            apply(self.state, event)
+        return await self._settle(command_events, reported)
+
+    async def _settle(
+        self, applied: list[Event], reported: str | None = None, *, create: bool = False
+    ) -> list[Event]:
+        """Decide to the fixpoint after ``applied`` (already in the state), commit, publish."""
+        state = self.state
         decided = decide_to_fixpoint(state, self.definition, self._now())
-        batch = [*command_events, *decided]
+        batch = [*applied, *decided]
         if not batch:
             return batch
         claimed = self._claim_free_workers(batch)
         try:
-            await self._commit(Commit(row_of(state), batch))
-        except StorageError:
+            if create:
+                await self.host.store.commit(Commit(row_of(state), batch, create=True))
+            else:
+                await self._commit(Commit(row_of(state), batch))
+        except (StorageError, AlreadyStored):
             for session_id, task in claimed:
                 self.host.release_offer(session_id, task.token)
             raise

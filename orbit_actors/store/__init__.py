@@ -3,6 +3,7 @@
 from .base import (
     EXECUTION_STATUSES,
     TERMINAL_STATUSES,
+    AlreadyStored,
     Commit,
     DefinitionRecord,
     ExecutionPage,
@@ -19,6 +20,7 @@ from .sqlite import SqliteStore, StoreOpenError, open_sqlite_store
 __all__ = [
     "EXECUTION_STATUSES",
     "TERMINAL_STATUSES",
+    "AlreadyStored",
     "Commit",
     "DefinitionRecord",
     "ExecutionPage",

@@ -88,11 +88,22 @@ class ScheduleRecord:
 @dataclass(slots=True)
 class Commit:
     """The events of one execution to append, with its summary row. With ``rollover``, run
-    ``row.run - 1`` is archived and ``events`` are the first events of run ``row.run``."""
+    ``row.run - 1`` is archived and ``events`` are the first events of run ``row.run``. With
+    ``create``, the commit starts a new execution and is refused with :class:`AlreadyStored`
+    (nothing written, nobody else's commit disturbed) when the id is taken."""
 
     row: ExecutionRow
     events: list[Event]
     rollover: bool = False
+    create: bool = False
+
+
+class AlreadyStored(Exception):
+    """A ``create`` commit named an execution id the store already holds."""
+
+    def __init__(self, execution_id: str) -> None:
+        super().__init__(f"execution `{execution_id}` is already stored")
+        self.execution_id = execution_id
 
 
 @dataclass

@@ -20,6 +20,7 @@ import trio
 from ..actors.execution import ExecutionActor
 from ..actors.host import ExecutionHost
 from ..errors import ActorGoneError, NotQuarantinedError, QuarantinedError
+from ..history.events import Event
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
@@ -80,6 +81,22 @@ class Supervisor:
         self._nursery.start_soon(self._supervise, state, definition, mailbox)
         return mailbox
 
+    async def create(
+        self, state: ExecutionState, definition: CompiledDefinition, created: list[Event]
+    ) -> None:
+        """Start the actor of a new execution whose first events ``created`` are applied to
+        ``state`` but not stored; returns once they are durable with the first decisions. When
+        that commit fails (a taken id: :class:`AlreadyStored`, or a storage error) nothing was
+        stored, the actor is gone and the error is raised here."""
+        mailbox = self._register(state)
+        try:
+            await self._nursery.start(self._supervise, state, definition, mailbox, created)
+        except BaseException:
+            if self.registry.get(state.execution_id) is mailbox:
+                del self.registry[state.execution_id]
+            mailbox.close("never started")
+            raise
+
     async def recover(self, state: ExecutionState, definition: CompiledDefinition) -> None:
         """Start an actor and return once it has picked up what its history holds in flight
         (tokens re-adopted, ready units queued, timers due caught up)."""
@@ -105,6 +122,7 @@ class Supervisor:
         state: ExecutionState,
         definition: CompiledDefinition,
         mailbox: Mailbox[Command],
+        created: list[Event] | None = None,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -113,8 +131,10 @@ class Supervisor:
         while True:
             actor = ExecutionActor(self._host, definition, state, mailbox, self._instance_id)
             try:
-                await actor.run(task_status=status)
+                await actor.run(created, task_status=status)
             except Exception as exc:
+                if created is not None and not actor.started:
+                    raise  # nothing is stored: there is nothing to respawn
                 log.exception("execution %s crashed", execution_id)
                 if actor.current is not None and actor.current.reply is not None:
                     actor.current.reply.fail(
@@ -128,6 +148,7 @@ class Supervisor:
                 self.stats.restarts += 1
                 if actor.started:
                     status = trio.TASK_STATUS_IGNORED
+                created = None
                 state, definition = await self._load(execution_id)
                 continue
             self._gone(execution_id, mailbox)

@@ -11,6 +11,7 @@ import trio
 from ..errors import StorageError
 from ..history.events import Event
 from ..store.base import (
+    AlreadyStored,
     Commit,
     DefinitionRecord,
     ExecutionPage,
@@ -77,6 +78,8 @@ class MemoryStore:
         """Append events and the summary row atomically."""
         row = commit.row
         found = self._executions.get(row.execution_id)
+        if commit.create and found is not None:
+            raise AlreadyStored(row.execution_id)
         current = (found[1].run, found[1].last_seq) if found else None
         check_commit(current, commit)
         await self._write(len(commit.events))

@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from orbit_actors.errors import InvalidRequestError, StorageError
-from orbit_actors.store import DefinitionRecord, ScheduleRecord, Store, WorkerRecord
+from orbit_actors.store import AlreadyStored, DefinitionRecord, ScheduleRecord, Store, WorkerRecord
 
 from .helpers import commit
 
@@ -52,6 +52,32 @@ async def test_a_new_execution_starts_at_seq_1(store: Store) -> None:
     with pytest.raises(StorageError):
         await store.commit(commit("e1", 2))
     assert await store.execution("e1") is None
+
+
+async def test_a_create_commit_for_a_taken_id_is_refused_without_disturbing_its_batch(
+    store: Store,
+) -> None:
+    await store.commit(commit("e1", 1, status="completed"))
+    taken = commit("e1", 1)
+    taken.create = True
+    fresh = commit("e2", 1)
+    fresh.create = True
+    refused: list[BaseException] = []
+
+    async def create_taken() -> None:
+        try:
+            await store.commit(taken)
+        except AlreadyStored as exc:
+            refused.append(exc)
+
+    async with trio.open_nursery() as nursery:  # both in one batch where the store groups them
+        nursery.start_soon(create_taken)
+        nursery.start_soon(store.commit, fresh)
+    assert len(refused) == 1 and "e1" in str(refused[0])
+    assert [e.seq for e in await store.history("e1")] == [1, 2, 3]
+    e1 = await store.execution("e1")
+    assert e1 is not None and e1.status == "completed"
+    assert [e.seq for e in await store.history("e2")] == [1, 2, 3]
 
 
 async def test_the_summary_row_follows_the_status(store: Store) -> None:

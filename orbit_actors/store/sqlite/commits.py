@@ -49,12 +49,14 @@ class Position(NamedTuple):
     head: int | None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class CommitWork:
-    """One commit with its events already serialized as one JSON array."""
+    """One commit with its events already serialized as one JSON array; ``refused`` is set
+    when a ``create`` commit found its id taken (nothing of it is written)."""
 
     commit: Commit
     events_json: str
+    refused: bool = False
 
 
 class CommitBatcher:
@@ -82,6 +84,9 @@ class CommitBatcher:
         for work in works:
             commit: Commit = work.commit
             current = self._current(commit.row.execution_id)
+            if commit.create and current is not None:
+                work.refused = True
+                continue
             check_commit(current and (current.run, current.last_seq), commit)
             if commit.rollover and current is not None:
                 archived.append(

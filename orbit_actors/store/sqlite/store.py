@@ -15,6 +15,7 @@ import trio
 from ...errors import StorageError
 from ...history.events import Event, events_from_json, events_to_json
 from ..base import (
+    AlreadyStored,
     Commit,
     DefinitionRecord,
     ExecutionPage,
@@ -112,9 +113,12 @@ class SqliteStore:
 
     # -- executions -----------------------------------------------------------------------
     async def commit(self, commit: Commit) -> None:
-        """Append events and the summary row atomically; returns once durable."""
+        """Append events and the summary row atomically; returns once durable. A ``create``
+        commit for a stored id raises :class:`AlreadyStored`."""
         work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
         await self._writer.submit(work, weight=len(commit.events))
+        if work.refused:
+            raise AlreadyStored(commit.row.execution_id)
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run, or of run ``run``."""
