@@ -254,12 +254,18 @@ class Runtime:
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run or of run ``run``."""
+        return (await self.history_of(execution_id, run))[1]
+
+    async def history_of(
+        self, execution_id: str, run: int | None = None
+    ) -> tuple[int, list[Event]]:
+        """``(run, events)`` of the current run or of run ``run``."""
         row = await self._row_or_404(execution_id)
         if run is not None and not 1 <= run <= row.run:
             raise RunNotFoundError(
                 f"execution `{execution_id}` has runs 1 to {row.run}; there is no run {run}"
             )
-        return await self.store.history(execution_id, run)
+        return run or row.run, await self.store.history(execution_id, run)
 
     async def list_executions(self, **filters: Any) -> ExecutionPage:
         """Executions newest first (``status``, ``workflow``, ``limit``, ``cursor``)."""

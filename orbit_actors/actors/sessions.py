@@ -221,6 +221,15 @@ class SessionManager:
         self.host.remove_session(session.id)
         self._poke()
 
+    def close_connections(self, code: int, reason: str) -> None:
+        """Close every worker connection (the server is shutting down); each session stays
+        resumable until it times out."""
+        for session in list(self.sessions.values()):
+            connection = session.connection
+            if connection is not None:
+                connection.closed()
+                connection.close(code, reason)
+
     def seen(self, session: WorkerSession) -> None:
         """Any message is a sign of life."""
         session.expires_at = trio.current_time() + self.timeout_ms / 1000

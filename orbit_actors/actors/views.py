@@ -28,6 +28,21 @@ def row_of(state: ExecutionState) -> ExecutionRow:
     )
 
 
+def row_summary(row: ExecutionRow) -> dict[str, Any]:
+    """The API's execution summary of a stored row."""
+    return {
+        "execution_id": row.execution_id,
+        "workflow": row.workflow,
+        "version": row.version,
+        "status": row.status,
+        "run": row.run,
+        "started_at_ms": row.started_at_ms,
+        "closed_at_ms": row.closed_at_ms,
+        "parent_id": row.parent_id,
+        "schedule_id": row.schedule_id,
+    }
+
+
 def summary(state: ExecutionState) -> dict[str, Any]:
     """``{execution_id, workflow, version, status, run, started_at_ms, closed_at_ms, parent_id,
     schedule_id}``."""

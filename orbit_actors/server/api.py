@@ -1,0 +1,245 @@
+"""The endpoints of http-api.md as one table: each :class:`Endpoint` names its method, path,
+request model, answers and handler. The Quart app registers routes from this table and the
+OpenAPI document is generated from it, so what is served and what is documented are one thing.
+
+Handlers are transport-free: they take a :class:`Call` (the runtime, the path parameters, the
+validated body and query) and return ``(status, body)``. Errors are raised as
+:class:`~orbit_actors.errors.OrbitError` and mapped to the error body by the app.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..actors.views import row_summary
+from ..decide.commands import Ack
+from ..errors import InvalidRequestError
+from ..history.events import ErrorInfo, event_to_dict
+from ..runtime import Runtime
+from ..store.base import EXECUTION_STATUSES, DefinitionRecord
+from . import models as m
+
+Answer = tuple[int, Any]
+
+
+@dataclass
+class Call:
+    """One request as a handler sees it."""
+
+    runtime: Runtime
+    params: dict[str, str]
+    body: Any = None  # the validated request model, or the raw text for definitions
+    query: Any = None
+    content_type: str = ""
+    worker_id: str | None = None  # the worker a bound worker token names (authentication)
+
+
+Handler = Callable[[Call], Awaitable[Answer]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One route: ``path`` uses ``{name}`` parameters; ``answers`` maps status → model."""
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    answers: dict[int, type[BaseModel] | None]
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    errors: tuple[int, ...] = ()
+    raw_body: bool = False  # the body is read by the handler (definitions: JSON or YAML)
+    tags: tuple[str, ...] = field(default=("executions",))
+
+
+# -- definitions -----------------------------------------------------------------------------
+def definition_body(record: DefinitionRecord, *, with_ir: bool = False) -> dict[str, Any]:
+    """A definition as the API shows it."""
+    body: dict[str, Any] = {
+        "name": record.name,
+        "version": record.version,
+        "definition_hash": record.definition_hash,
+        "registered_at_ms": record.registered_at_ms,
+    }
+    if with_ir:
+        body["ir"] = json.loads(record.ir)
+    return body
+
+
+async def register_definition(call: Call) -> Answer:
+    """Register a definition given as the IR in JSON or as YAML source."""
+    text: str = call.body
+    source: str | dict[str, Any] = text
+    if "yaml" not in call.content_type:
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None  # not JSON: compile it as YAML source, which reports line and column
+        if isinstance(parsed, dict):
+            source = parsed
+    record, created = await call.runtime.register_definition(source)
+    return (201 if created else 200), {**definition_body(record), "created": created}
+
+
+async def list_definitions(call: Call) -> Answer:
+    """Every registered definition."""
+    records = call.runtime.list_definitions()
+    return 200, {"definitions": [definition_body(r) for r in records]}
+
+
+async def get_definition(call: Call) -> Answer:
+    """The latest version of a workflow, or one version, with its IR."""
+    record = call.runtime.get_definition(call.params["name"], call.params.get("version"))
+    return 200, definition_body(record, with_ir=True)
+
+
+# -- executions ------------------------------------------------------------------------------
+async def start_execution(call: Call) -> Answer:
+    """Start an execution."""
+    body: m.StartExecution = call.body
+    execution_id, created = await call.runtime.start(
+        body.workflow, version=body.version, input=body.input, execution_id=body.execution_id
+    )
+    return (201 if created else 200), {"execution_id": execution_id, "created": created}
+
+
+async def list_executions(call: Call) -> Answer:
+    """Executions newest first."""
+    query: m.ListQuery = call.query
+    if query.status is not None and query.status not in EXECUTION_STATUSES:
+        known = ", ".join(sorted(EXECUTION_STATUSES))
+        raise InvalidRequestError(f"status: unknown status `{query.status}`; known: {known}")
+    page = await call.runtime.list_executions(
+        status=query.status, workflow=query.workflow, limit=query.limit, cursor=query.cursor
+    )
+    executions = [row_summary(row) for row in page.executions]
+    return 200, {"executions": executions, "next_cursor": page.next_cursor}
+
+
+async def describe_execution(call: Call) -> Answer:
+    """One execution's detail."""
+    return 200, await call.runtime.describe(call.params["execution_id"])
+
+
+async def execution_history(call: Call) -> Answer:
+    """The events of the current run or of run ``run``."""
+    query: m.HistoryQuery = call.query
+    execution_id = call.params["execution_id"]
+    run, events = await call.runtime.history_of(execution_id, query.run)
+    return 200, {
+        "execution_id": execution_id,
+        "run": run,
+        "events": [event_to_dict(event) for event in events],
+    }
+
+
+MAX_WAIT_SECONDS = 60.0
+
+
+async def wait_execution(call: Call) -> Answer:
+    """The summary once the execution has finished (408 ``WAIT_TIMEOUT`` otherwise)."""
+    query: m.WaitQuery = call.query
+    timeout = min(query.timeout, MAX_WAIT_SECONDS)
+    row = await call.runtime.wait(call.params["execution_id"], timeout)
+    return 200, row_summary(row)
+
+
+async def cancel_execution(call: Call) -> Answer:
+    """Cancel an execution."""
+    body: m.CancelExecution = call.body or m.CancelExecution()
+    reason = body.reason or "cancelled by request"
+    return 202, await call.runtime.cancel(call.params["execution_id"], reason)
+
+
+async def resume_execution(call: Call) -> Answer:
+    """Respawn a quarantined execution."""
+    return 202, await call.runtime.resume(call.params["execution_id"])
+
+
+async def send_signal(call: Call) -> Answer:
+    """Deliver a signal."""
+    body: m.SendSignal = call.body or m.SendSignal()
+    seq = await call.runtime.signal(call.params["execution_id"], call.params["name"], body.payload)
+    return 202, {"seq": seq}
+
+
+async def run_query(call: Call) -> Answer:
+    """Evaluate a query."""
+    value = await call.runtime.query(call.params["execution_id"], call.params["name"])
+    return 200, {"value": value}
+
+
+# -- workers and tasks -----------------------------------------------------------------------
+async def list_workers(call: Call) -> Answer:
+    """Every worker ever registered."""
+    return 200, {"workers": await call.runtime.workers()}
+
+
+def ack_body(ack: Ack) -> dict[str, Any]:
+    """The ``ack`` message's body."""
+    body: dict[str, Any] = {"type": "ack", "token": ack.token, "accepted": ack.accepted}
+    if ack.reason is not None:
+        body["reason"] = ack.reason
+    return body
+
+
+async def complete_task(call: Call) -> Answer:
+    """The HTTP fallback of ``complete``."""
+    body: m.CompleteTask = call.body or m.CompleteTask()
+    worker_id = call.worker_id or body.worker_id
+    ack = await call.runtime.report_result(call.params["token"], worker_id, body.output, None)
+    return 200, ack_body(ack)
+
+
+async def fail_task(call: Call) -> Answer:
+    """The HTTP fallback of ``fail``."""
+    body: m.FailTask = call.body
+    error = ErrorInfo(**body.error.model_dump())
+    worker_id = call.worker_id or body.worker_id
+    ack = await call.runtime.report_result(call.params["token"], worker_id, None, error)
+    return 200, ack_body(ack)
+
+
+_EXECUTION = "/v1/executions/{execution_id}"
+ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint("POST", "/v1/definitions", register_definition, "Register a definition (IR or YAML)",
+             {201: m.DefinitionRegistered, 200: m.DefinitionRegistered}, errors=(400, 409, 413),
+             raw_body=True, tags=("definitions",)),
+    Endpoint("GET", "/v1/definitions", list_definitions, "Every registered definition",
+             {200: m.DefinitionList}, tags=("definitions",)),
+    Endpoint("GET", "/v1/definitions/{name}", get_definition, "The latest version, with its IR",
+             {200: m.DefinitionWithIr}, errors=(404,), tags=("definitions",)),
+    Endpoint("GET", "/v1/definitions/{name}/{version}", get_definition, "One version, with its IR",
+             {200: m.DefinitionWithIr}, errors=(404,), tags=("definitions",)),
+    Endpoint("POST", "/v1/executions", start_execution, "Start an execution",
+             {201: m.Started, 200: m.Started}, body=m.StartExecution,
+             errors=(400, 404, 409, 413, 429)),
+    Endpoint("GET", "/v1/executions", list_executions, "Executions, newest first",
+             {200: m.ExecutionList}, query=m.ListQuery, errors=(400,)),
+    Endpoint("GET", _EXECUTION, describe_execution, "One execution's detail",
+             {200: m.ExecutionDetail}, errors=(404,)),
+    Endpoint("GET", f"{_EXECUTION}/history", execution_history, "The events of a run",
+             {200: m.History}, query=m.HistoryQuery, errors=(400, 404)),
+    Endpoint("GET", f"{_EXECUTION}/wait", wait_execution, "Wait until the execution finishes",
+             {200: m.ExecutionSummary}, query=m.WaitQuery, errors=(404, 408)),
+    Endpoint("POST", f"{_EXECUTION}/cancel", cancel_execution, "Cancel an execution",
+             {202: m.ExecutionDetail}, body=m.CancelExecution, errors=(404, 409)),
+    Endpoint("POST", f"{_EXECUTION}/resume", resume_execution, "Resume a quarantined execution",
+             {202: m.ExecutionDetail}, errors=(404, 409)),
+    Endpoint("POST", f"{_EXECUTION}/signals/{{name}}", send_signal, "Send a signal",
+             {202: m.SignalAccepted}, body=m.SendSignal, errors=(404, 409, 413, 422)),
+    Endpoint("GET", f"{_EXECUTION}/queries/{{name}}", run_query, "Evaluate a query",
+             {200: m.QueryAnswer}, errors=(404, 422)),
+    Endpoint("GET", "/v1/workers", list_workers, "Every worker ever registered",
+             {200: m.WorkerList}, tags=("workers",)),
+    Endpoint("POST", "/v1/tasks/{token}/complete", complete_task, "Complete a task over HTTP",
+             {200: m.TaskAck}, body=m.CompleteTask, errors=(400, 403, 413), tags=("workers",)),
+    Endpoint("POST", "/v1/tasks/{token}/fail", fail_task, "Fail a task over HTTP",
+             {200: m.TaskAck}, body=m.FailTask, errors=(400, 403, 413), tags=("workers",)),
+)  # fmt: skip

@@ -1,0 +1,115 @@
+"""The worker gateway: one WebSocket connection carried into a transport-free
+:class:`~orbit_actors.actors.sessions.Connection`.
+
+Frames are decoded into protocol messages; a frame that is not a valid message is answered with
+an ``error`` frame and the connection stays, until ten protocol errors in a row close it (1008).
+Results are handled concurrently (each is acknowledged once durable, so one slow commit does
+not hold back the next result) while registration, heartbeats and credit stay in order.
+Outgoing messages go through one writer task, so the session layer's ``send`` never blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import Any, Protocol
+
+import trio
+
+from ..actors.sessions import Connection
+from ..runtime import Runtime
+from ..wire import messages as wire
+
+log = logging.getLogger("orbit.gateway")
+
+MAX_PROTOCOL_ERRORS = 10
+MAX_RESULTS_IN_FLIGHT = 1024  # results of one connection handled at once; more wait to be read
+
+
+class Socket(Protocol):
+    """What the gateway needs of a server-side WebSocket."""
+
+    async def accept(self) -> None: ...
+    async def receive(self) -> str | bytes: ...
+    async def send(self, data: str) -> None: ...
+    async def close(self, code: int, reason: str = "") -> None: ...
+
+
+class _Close:
+    def __init__(self, code: int, reason: str) -> None:
+        self.code = code
+        self.reason = reason
+
+
+async def serve_connection(runtime: Runtime, socket: Socket) -> None:
+    """Serve one worker connection until it closes (either side); frames over the size limit
+    are refused by hypercorn (1009) before they reach here."""
+    await socket.accept()
+    outbox_send, outbox_receive = trio.open_memory_channel[str | _Close](math.inf)
+    errors_in_row = 0
+    sent_error = False
+
+    def send(message: wire.ServerMessage) -> None:
+        nonlocal sent_error
+        if isinstance(message, wire.ErrorMessage):
+            sent_error = True
+        text = json.dumps(wire.encode(message), separators=(",", ":"), ensure_ascii=False)
+        outbox_send.send_nowait(text)
+
+    def close(code: int, reason: str) -> None:
+        outbox_send.send_nowait(_Close(code, reason))
+
+    connection = runtime.connect(send, close)
+    results = trio.Semaphore(MAX_RESULTS_IN_FLIGHT)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_write, socket, outbox_receive, nursery.cancel_scope)
+            while True:
+                frame = await socket.receive()
+                sent_error = False
+                message = _decode(frame, send)
+                if isinstance(message, wire.Complete | wire.Fail):
+                    await results.acquire()
+                    nursery.start_soon(_handle_result, connection, message, results)
+                elif message is not None:
+                    await connection.handle(message)
+                errors_in_row = errors_in_row + 1 if sent_error else 0
+                if errors_in_row >= MAX_PROTOCOL_ERRORS:
+                    close(1008, f"{MAX_PROTOCOL_ERRORS} protocol errors in a row")
+    finally:
+        connection.closed()
+
+
+def _decode(frame: str | bytes, send: Any) -> wire.WorkerMessage | None:
+    if isinstance(frame, bytes):
+        binary = "binary frames are not accepted; send JSON text"
+        send(wire.ErrorMessage(code="INVALID_MESSAGE", message=binary))
+        return None
+    try:
+        return wire.decode_worker_message(frame)
+    except wire.WireError as exc:
+        send(wire.ErrorMessage(code=exc.code, message=exc.message, ref=exc.ref))
+        return None
+
+
+async def _handle_result(
+    connection: Connection, message: wire.Complete | wire.Fail, results: trio.Semaphore
+) -> None:
+    try:
+        await connection.handle(message)
+    finally:
+        results.release()
+
+
+async def _write(
+    socket: Socket, outbox: trio.MemoryReceiveChannel[str | _Close], scope: trio.CancelScope
+) -> None:
+    async for item in outbox:
+        if isinstance(item, _Close):
+            try:
+                await socket.close(item.code, item.reason)
+            finally:
+                scope.cancel()
+            return
+        await socket.send(item)

@@ -1,0 +1,236 @@
+"""The HTTP API's bodies and answers as pydantic models (http-api.md).
+
+Request models validate what callers send (a malformed body is 400 ``INVALID_REQUEST`` naming the
+field); answer models describe what the server sends back. Both feed ``/v1/openapi.json``, so
+the document is generated from the very models that check requests and cannot drift from them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartExecution(_Body):
+    """``POST /v1/executions``."""
+
+    workflow: str = Field(min_length=1)
+    version: str | None = None
+    input: Any = None
+    execution_id: str | None = None
+
+
+class CancelExecution(_Body):
+    """``POST /v1/executions/{id}/cancel``."""
+
+    reason: str | None = None
+
+
+class SendSignal(_Body):
+    """``POST /v1/executions/{id}/signals/{name}``."""
+
+    payload: Any = None
+
+
+class CompleteTask(_Body):
+    """``POST /v1/tasks/{token}/complete``."""
+
+    output: Any = None
+    worker_id: str | None = None
+
+
+class TaskError(BaseModel):
+    """A task's failure as a worker reports it."""
+
+    model_config = ConfigDict(extra="forbid")
+    code: str = Field(min_length=1)
+    message: str = ""
+    retryable: bool = True
+    details: dict[str, Any] | None = None
+
+
+class FailTask(_Body):
+    """``POST /v1/tasks/{token}/fail``."""
+
+    error: TaskError
+    worker_id: str | None = None
+
+
+class ListQuery(BaseModel):
+    """``GET /v1/executions`` query parameters."""
+
+    model_config = ConfigDict(extra="ignore")
+    status: str | None = None
+    workflow: str | None = None
+    limit: int = 100
+    cursor: str | None = None
+
+
+class HistoryQuery(BaseModel):
+    """``GET /v1/executions/{id}/history`` query parameters."""
+
+    model_config = ConfigDict(extra="ignore")
+    run: int | None = Field(default=None, ge=1)
+
+
+class WaitQuery(BaseModel):
+    """``GET /v1/executions/{id}/wait`` query parameters (seconds; clamped to 60)."""
+
+    model_config = ConfigDict(extra="ignore")
+    timeout: float = Field(default=30.0, ge=0)
+
+
+# -- answers ---------------------------------------------------------------------------------
+class ErrorDetail(BaseModel):
+    """``{code, message}``."""
+
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every error: ``{"error": {"code", "message"}}``."""
+
+    error: ErrorDetail
+
+
+class Definition(BaseModel):
+    """A registered definition."""
+
+    name: str
+    version: str
+    definition_hash: str
+    registered_at_ms: int
+
+
+class DefinitionWithIr(Definition):
+    """One definition with its IR."""
+
+    ir: dict[str, Any]
+
+
+class DefinitionRegistered(Definition):
+    """The answer to ``POST /v1/definitions``."""
+
+    created: bool
+
+
+class DefinitionList(BaseModel):
+    """``{"definitions": […]}``."""
+
+    definitions: list[Definition]
+
+
+class Started(BaseModel):
+    """The answer to ``POST /v1/executions``."""
+
+    execution_id: str
+    created: bool
+
+
+class ExecutionSummary(BaseModel):
+    """An execution in a list, and the ``wait`` answer."""
+
+    execution_id: str
+    workflow: str
+    version: str
+    status: str
+    run: int
+    started_at_ms: int | None
+    closed_at_ms: int | None
+    parent_id: str | None
+    schedule_id: str | None
+
+
+class ExecutionList(BaseModel):
+    """``{"executions": […], "next_cursor": …}``."""
+
+    executions: list[ExecutionSummary]
+    next_cursor: str | None
+
+
+class Unit(BaseModel):
+    """One unit of an execution's detail."""
+
+    key: str
+    step: str
+    status: str
+    attempt: int
+    redelivery: bool
+    worker_id: str | None
+    dispatched_at_ms: int | None
+    deadline_ms: int | None
+    error: dict[str, Any] | None
+
+
+class ExecutionDetail(ExecutionSummary):
+    """``GET /v1/executions/{id}``."""
+
+    input: Any
+    output: Any
+    error: dict[str, Any] | None
+    units: list[Unit]
+    pending_signals: list[dict[str, Any]]
+    children: list[dict[str, Any]]
+    quarantined: bool
+    last_error: str | None = None
+
+
+class History(BaseModel):
+    """``{"execution_id", "run", "events": […]}``."""
+
+    execution_id: str
+    run: int
+    events: list[dict[str, Any]]
+
+
+class SignalAccepted(BaseModel):
+    """``{"seq": …}``."""
+
+    seq: int
+
+
+class QueryAnswer(BaseModel):
+    """``{"value": …}``."""
+
+    value: Any
+
+
+class Worker(BaseModel):
+    """A worker ever registered."""
+
+    worker_id: str
+    runtime: str
+    sdk: str
+    contracts: list[dict[str, str]]
+    last_seen_ms: int
+    registered_at_ms: int
+    online: bool
+    sessions: int
+    inflight: int
+
+
+class WorkerList(BaseModel):
+    """``{"workers": […]}``."""
+
+    workers: list[Worker]
+
+
+class TaskAck(BaseModel):
+    """The answer to a task result (the ``ack`` message's body)."""
+
+    type: str = "ack"
+    token: str
+    accepted: bool
+    reason: str | None = None
+
+
+class Health(BaseModel):
+    """``/healthz`` and ``/readyz``."""
+
+    status: str

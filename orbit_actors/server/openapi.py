@@ -1,0 +1,108 @@
+"""``/v1/openapi.json``, generated from the endpoint table and its pydantic models."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from .. import __version__
+from . import models as m
+from .api import ENDPOINTS, Endpoint
+
+_PARAM = re.compile(r"{(\w+)}")
+_REF = "#/components/schemas/{model}"
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every endpoint."""
+    models: set[type[BaseModel]] = {m.ErrorBody, m.Health}
+    for endpoint in ENDPOINTS:
+        models |= {model for model in endpoint.answers.values() if model is not None}
+        if endpoint.body is not None:
+            models.add(endpoint.body)
+    ordered = sorted(models, key=lambda model: model.__name__)
+    _, schemas = models_json_schema([(model, "validation") for model in ordered], ref_template=_REF)
+    paths: dict[str, dict[str, Any]] = {}
+    for endpoint in ENDPOINTS:
+        paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = _operation(endpoint)
+    for path in ("/healthz", "/readyz"):
+        paths[path] = {"get": _health(path)}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Orbit", "version": __version__},
+        "paths": paths,
+        "components": {"schemas": schemas.get("$defs", {})},
+    }
+
+
+def _operation(endpoint: Endpoint) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "summary": endpoint.summary,
+        "operationId": endpoint.handler.__name__ + _suffix(endpoint),
+        "tags": list(endpoint.tags),
+        "parameters": _parameters(endpoint),
+        "responses": _responses(endpoint),
+    }
+    if endpoint.raw_body:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                "application/yaml": {"schema": {"type": "string"}},
+            },
+        }
+    elif endpoint.body is not None:
+        required = any(f.is_required() for f in endpoint.body.model_fields.values())
+        operation["requestBody"] = {
+            "required": required,
+            "content": {"application/json": {"schema": _ref(endpoint.body)}},
+        }
+    return operation
+
+
+def _suffix(endpoint: Endpoint) -> str:
+    return "_version" if endpoint.path.endswith("{version}") else ""
+
+
+def _parameters(endpoint: Endpoint) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in _PARAM.findall(endpoint.path)
+    ]
+    if endpoint.query is not None:
+        schema = endpoint.query.model_json_schema()
+        for name, prop in schema.get("properties", {}).items():
+            out.append({"name": name, "in": "query", "required": False, "schema": prop})
+    return out
+
+
+def _responses(endpoint: Endpoint) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for status, model in endpoint.answers.items():
+        content = {"application/json": {"schema": _ref(model)}} if model is not None else None
+        out[str(status)] = {"description": "success", **({"content": content} if content else {})}
+    for status in (*endpoint.errors, 500, 503):
+        out[str(status)] = {
+            "description": "error",
+            "content": {"application/json": {"schema": _ref(m.ErrorBody)}},
+        }
+    return out
+
+
+def _health(path: str) -> dict[str, Any]:
+    content = {"application/json": {"schema": _ref(m.Health)}}
+    return {
+        "summary": "liveness" if path == "/healthz" else "readiness (after recovery)",
+        "operationId": path.strip("/"),
+        "responses": {
+            "200": {"description": "ok", "content": content},
+            "503": {"description": "not ready", "content": content},
+        },
+    }
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": _REF.format(model=model.__name__)}

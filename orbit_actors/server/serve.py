@@ -1,0 +1,107 @@
+"""Running the server: one hypercorn process serving the HTTP API and the worker gateway on one
+port, on a SQLite store, until SIGTERM or SIGINT.
+
+The port is open (``/healthz`` answers) while the runtime recovers; ``/readyz`` and the API
+answer only once every non-terminal execution has been respawned. On a signal the server
+drains: it stops being ready, closes worker connections with 1001 so their sessions can be
+resumed (here after a restart, or elsewhere), lets hypercorn finish the requests in flight, and
+closes the runtime, whose commits in flight complete before the store closes.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve as hypercorn_serve
+
+from ..runtime import RuntimeConfig, open_runtime
+from ..store.sqlite import open_sqlite_store
+from .app import AppState, create_app
+
+log = logging.getLogger("orbit.server")
+
+DEFAULT_BIND = "127.0.0.1:7233"
+FRAME_MARGIN = 64 * 1024  # a message's envelope around its largest payload
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """Everything ``orbit server`` takes."""
+
+    db: Path = Path("orbit.db")
+    bind: str = DEFAULT_BIND
+    synchronous: Literal["full", "normal"] = "full"
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    graceful_timeout: float = 5.0
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The largest request body or WebSocket frame taken."""
+        return self.runtime.limits.max_payload_bytes * 2 + FRAME_MARGIN
+
+
+async def serve(
+    options: ServerOptions,
+    *,
+    on_ready: Callable[[list[str]], None] = lambda urls: None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until SIGTERM/SIGINT (or cancellation); ``on_ready`` gets the bound URLs once the
+    runtime has recovered."""
+    state = AppState()
+    app = create_app(state, options.max_message_bytes)
+    config = _hypercorn_config(options)
+    stop = trio.Event()
+    http_done = trio.Event()
+    async with (
+        open_sqlite_store(options.db, synchronous=options.synchronous) as store,
+        trio.open_nursery() as nursery,
+    ):
+        urls: list[str] = await nursery.start(_serve_http, app, config, stop, http_done)
+        async with open_runtime(store, options.runtime) as runtime:
+            state.runtime = runtime
+            log.info("ready on %s (database %s)", ", ".join(urls), options.db)
+            on_ready(urls)
+            task_status.started(urls)
+            await _until_signal()
+            log.info("shutting down: draining worker connections and requests")
+            state.draining = True
+            runtime.sessions.close_connections(1001, "server shutting down; resume the session")
+            stop.set()
+            with trio.move_on_after(options.graceful_timeout + 1):
+                await http_done.wait()
+        nursery.cancel_scope.cancel()
+
+
+async def _serve_http(
+    app: object, config: Config, stop: trio.Event, done: trio.Event,
+    *, task_status: trio.TaskStatus[list[str]],
+) -> None:  # fmt: skip
+    try:
+        await hypercorn_serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)  # type: ignore[arg-type]
+    finally:
+        done.set()
+
+
+async def _until_signal() -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            return
+
+
+def _hypercorn_config(options: ServerOptions) -> Config:
+    config = Config()
+    config.bind = [options.bind]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.websocket_max_message_size = options.max_message_bytes
+    config.graceful_timeout = options.graceful_timeout
+    config.keep_alive_timeout = 75
+    return config
