@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .cli_api import add_api_commands
+from .cli_run import add_server_options, run_dev, run_server, run_worker
 from .errors import DefinitionError, OrbitError
 from .ir import Definition, compile_definition, load_definition
 from .ir.loader import Locator
@@ -41,6 +43,20 @@ def _parser() -> argparse.ArgumentParser:
     check.set_defaults(run=_check)
     schema = commands.add_parser("schema", help="print the JSON Schema of the definition format")
     schema.set_defaults(run=_schema)
+    server = commands.add_parser("server", help="run the server", description="run the server")
+    add_server_options(server)
+    server.set_defaults(run=run_server)
+    dev = commands.add_parser(
+        "dev", help="a server, the examples deployed and their worker, in one command"
+    )
+    dev.add_argument("--bind", default="127.0.0.1:7233")
+    dev.add_argument("--examples", type=Path, default=Path("examples"))
+    dev.set_defaults(run=run_dev)
+    worker = commands.add_parser("worker", help="run a Python worker: orbit worker MODULE:WORKER")
+    worker.add_argument("target", help="module:attribute naming an orbit_actors.Worker")
+    worker.add_argument("--url", help="ws://host:port (default $ORBIT_WORKER_URL or $ORBIT_URL)")
+    worker.set_defaults(run=run_worker)
+    add_api_commands(commands)
     return parser
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from .. import __version__
+from .._version import __version__
 from . import models as m
 from .api import ENDPOINTS, Endpoint
 

@@ -1,0 +1,182 @@
+"""The ``orbit`` commands that run something: ``server``, ``dev`` and ``worker``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from .decide.commands import ServerLimits
+from .errors import InvalidRequestError
+from .ir.durations import parse_duration
+from .runtime import RuntimeConfig
+
+log = logging.getLogger("orbit")
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``orbit server``."""
+    limits = ServerLimits()
+    parser.add_argument("--db", type=Path, default=Path("orbit.db"), help="the SQLite file")
+    parser.add_argument("--bind", default="127.0.0.1:7233", help="HOST:PORT (port 0: any free)")
+    parser.add_argument("--enable-http-adapter", action="store_true",
+                        help="let workflows run built-in http steps")  # fmt: skip
+    parser.add_argument("--max-active-executions", type=int, default=None)
+    parser.add_argument("--max-fan-out", type=int, default=limits.max_fan_out)
+    parser.add_argument("--max-history-events", type=int, default=limits.max_history_events)
+    parser.add_argument("--max-payload-bytes", type=int, default=limits.max_payload_bytes)
+    parser.add_argument("--session-timeout", default="30s", help="a duration (30s, 2m)")
+    parser.add_argument("--heartbeat-interval", default="5s", help="a duration")
+    parser.add_argument("--synchronous", choices=["full", "normal"], default="full",
+                        help="SQLite durability: full survives power loss (default)")  # fmt: skip
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+
+
+def server_options(args: argparse.Namespace) -> Any:
+    """ServerOptions from the parsed flags; a bad value is an InvalidRequestError."""
+    from .server import ServerOptions
+
+    try:
+        session_timeout = parse_duration(args.session_timeout)
+        heartbeat = parse_duration(args.heartbeat_interval)
+    except ValueError as exc:
+        raise InvalidRequestError(str(exc)) from None
+    runtime = RuntimeConfig(
+        limits=ServerLimits(args.max_fan_out, args.max_history_events, args.max_payload_bytes),
+        max_active_executions=args.max_active_executions,
+        heartbeat_interval_ms=heartbeat,
+        session_timeout_ms=session_timeout,
+        enable_http_adapter=args.enable_http_adapter,
+    )
+    return ServerOptions(db=args.db, bind=args.bind, synchronous=args.synchronous, runtime=runtime)
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper()),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def run_server(args: argparse.Namespace) -> int:
+    """``orbit server``: serve until SIGTERM/SIGINT."""
+    from .server import serve
+
+    _configure_logging(args.log_level)
+    options = server_options(args)
+
+    def ready(urls: list[str]) -> None:
+        print(f"Orbit is ready on {', '.join(urls)} (database {options.db})", flush=True)
+
+    return _run(partial(serve, options, on_ready=ready))
+
+
+def _run(main: Any) -> int:
+    from .store import StoreOpenError
+
+    try:
+        trio.run(main)
+    except StoreOpenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot serve: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_dev(args: argparse.Namespace) -> int:
+    """``orbit dev``: a server on ``.orbit/orbit.db``, the examples deployed, their worker."""
+    from .server import ServerOptions, serve
+
+    _configure_logging("warning")
+    Path(".orbit").mkdir(exist_ok=True)
+    options = ServerOptions(db=Path(".orbit/orbit.db"), bind=args.bind)
+
+    async def serve_then_stop(
+        scope: trio.CancelScope, *, task_status: trio.TaskStatus[list[str]]
+    ) -> None:
+        await serve(options, task_status=task_status)
+        scope.cancel()  # Ctrl-C stopped the server: the worker goes too
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            urls: list[str] = await nursery.start(serve_then_stop, nursery.cancel_scope)
+            url = urls[0]
+            deployed = await trio.to_thread.run_sync(_deploy_examples, url, args.examples)
+            if (args.examples / "workers.py").exists():
+                nursery.start_soon(_run_example_worker, url, args.examples)
+            _print_welcome(url, deployed, args.examples)
+
+    return _run(main)
+
+
+def _deploy_examples(url: str, folder: Path) -> list[str]:
+    from .cli_api import deploy_paths
+    from .client import Client
+
+    files = sorted(folder.glob("*.yaml"))
+    with Client(url) as client:
+        answers = deploy_paths(client, files, quiet=True)
+    return [f"{a['name']}@{a['version']}" for a in answers]
+
+
+async def _run_example_worker(url: str, folder: Path) -> None:
+    environment = {**os.environ, "ORBIT_URL": url}
+    root = str(folder.resolve().parent)
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    module = f"{folder.resolve().name}.workers:worker"
+    command = [sys.executable, "-m", "orbit_actors.cli", "worker", module]
+    await trio.run_process(command, env=environment, check=False)
+
+
+def _print_welcome(url: str, deployed: list[str], folder: Path) -> None:
+    print(f"""
+Orbit dev server on {url}   (database .orbit/orbit.db; Ctrl-C stops it)
+Deployed: {", ".join(deployed) or "nothing"}
+Worker:   {folder}/workers.py (every example task)
+
+Try:
+  export ORBIT_URL={url}
+  orbit start order-saga --input @{folder}/inputs/order_saga.json --wait
+  orbit list
+  orbit show <execution id> --history
+  orbit workers
+API document: {url}/v1/openapi.json
+""", flush=True)  # fmt: skip
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``orbit worker MODULE:WORKER``: run a worker defined in a module until Ctrl-C."""
+    from .worker import Worker, WorkerRefused
+
+    _configure_logging("info")
+    module_name, _, attribute = args.target.partition(":")
+    if not module_name or not attribute:
+        raise InvalidRequestError(
+            "name the worker as MODULE:ATTRIBUTE, e.g. examples.workers:worker"
+        )
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InvalidRequestError(f"cannot import {module_name}: {exc}") from None
+    worker = getattr(module, attribute, None)
+    if not isinstance(worker, Worker):
+        raise InvalidRequestError(f"{args.target} is not an orbit_actors.Worker")
+    if args.url:
+        worker.url = args.url.rstrip("/")
+    try:
+        worker.run()
+    except WorkerRefused as exc:
+        print(f"error: the server refused the worker: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,142 @@
+"""Task functions as the worker SDK runs them: input and output converted from the function's
+type hints with pydantic, failures turned into the protocol's ``error`` object."""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+import trio
+from pydantic import TypeAdapter, ValidationError
+
+
+class TaskFailed(Exception):
+    """Raise from a task to report a failure with your own code (``retryable`` by default)."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str = "",
+        *,
+        retryable: bool = True,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.details = details
+
+    def to_error(self) -> dict[str, Any]:
+        """The protocol's ``error`` object."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        error["retryable"] = self.retryable
+        if self.details is not None:
+            error["details"] = self.details
+        return error
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """What a task knows about the unit it works on. Use ``idempotency_key`` to make side
+    effects safe: a redelivered task (``redelivery`` true) carries the same key."""
+
+    token: str
+    execution_id: str
+    workflow: str
+    workflow_version: str
+    step_id: str
+    task_name: str
+    contract_version: str
+    idempotency_key: str
+    attempt: int
+    redelivery: bool
+    deadline_ms: int | None = None
+    timeout_ms: int | None = None
+
+
+@dataclass
+class TaskFunction:
+    """A registered task: the function, whether it takes the context, and how its input and
+    output are converted."""
+
+    name: str
+    version: str
+    function: Callable[..., Any]
+    takes_context: bool
+    wants_input: bool
+    input_adapter: TypeAdapter[Any] | None
+    output_adapter: TypeAdapter[Any] | None
+    is_async: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.is_async = inspect.iscoroutinefunction(self.function)
+
+    @classmethod
+    def wrap(cls, name: str, version: str, function: Callable[..., Any]) -> TaskFunction:
+        """Read ``function``'s signature: ``(ctx, input)``, ``(input)`` or ``()``."""
+        hints = get_type_hints(function)
+        params = list(inspect.signature(function).parameters.values())
+        takes_context = bool(params) and (
+            hints.get(params[0].name) is TaskContext or params[0].name in ("ctx", "context")
+        )
+        rest = params[1:] if takes_context else params
+        if len(rest) > 1:
+            raise TypeError(f"task {name}: a task takes (ctx, input), (input) or (ctx) only")
+        input_hint = hints.get(rest[0].name) if rest else None
+        output_hint = hints.get("return")
+        return cls(
+            name, version, function, takes_context, bool(rest),
+            TypeAdapter(input_hint) if input_hint not in (None, Any) else None,
+            TypeAdapter(output_hint) if output_hint not in (None, Any, type(None)) else None,
+        )  # fmt: skip
+
+    async def run(self, ctx: TaskContext, raw_input: Any) -> dict[str, Any]:
+        """Run once; returns ``{"output": …}`` or ``{"error": …}``."""
+        try:
+            value = self._input(raw_input)
+        except ValidationError as exc:
+            return {"error": _invalid_input(exc)}
+        args = ([ctx] if self.takes_context else []) + ([value] if self.wants_input else [])
+        try:
+            if self.is_async:
+                result = await self.function(*args)
+            else:
+                result = await trio.to_thread.run_sync(
+                    lambda: self.function(*args), abandon_on_cancel=True
+                )
+            return {"output": self._output(result)}
+        except TaskFailed as exc:
+            return {"error": exc.to_error()}
+        except Exception as exc:
+            return {"error": _unexpected(exc)}
+
+    def _input(self, raw: Any) -> Any:
+        return self.input_adapter.validate_python(raw) if self.input_adapter else raw
+
+    def _output(self, result: Any) -> Any:
+        if self.output_adapter is not None:
+            return self.output_adapter.dump_python(result, mode="json")
+        return TypeAdapter(Any).dump_python(result, mode="json")
+
+
+def _invalid_input(exc: ValidationError) -> dict[str, Any]:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "input"
+    return {
+        "code": "INVALID_TASK_INPUT",
+        "message": f"task input is invalid at {where}: {first['msg']}",
+        "retryable": False,
+    }
+
+
+def _unexpected(exc: Exception) -> dict[str, Any]:
+    return {
+        "code": type(exc).__name__,
+        "message": str(exc) or type(exc).__name__,
+        "retryable": True,
+        "details": {"traceback": traceback.format_exc(limit=5)[-2000:]},
+    }

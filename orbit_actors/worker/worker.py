@@ -1,0 +1,329 @@
+"""The Python worker: connects to ``/v1/workers/connect``, registers its task contracts, runs
+the tasks the server pushes and reports their results (worker-protocol.md).
+
+Tasks run in a nursery that outlives connections: when the connection drops, running tasks go
+on, their results wait in an outbox, and the worker reconnects (jittered exponential backoff)
+and resumes its session, so those results are accepted as late results. A result leaves the
+outbox only once the server has acknowledged it (it is durable then). A cancel from the server
+cancels the task's scope. ``run()`` drains on Ctrl-C or SIGTERM: no new tasks, the running ones
+finish (up to a grace period), then the worker unregisters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import signal
+import ssl
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import trio
+from pydantic import Field, TypeAdapter
+from trio_websocket import (
+    ConnectionClosed,
+    HandshakeError,
+    WebSocketConnection,
+    open_websocket_url,
+)
+
+from .._version import __version__
+from ..wire import messages as wire
+from .tasks import TaskContext, TaskFunction
+
+log = logging.getLogger("orbit.worker")
+
+_SERVER_MESSAGE: TypeAdapter[wire.ServerMessage] = TypeAdapter(
+    Annotated[wire.ServerMessage, Field(discriminator="type")]
+)
+DEFAULT_WORKER_URL = "ws://127.0.0.1:7233"
+
+
+class WorkerRefused(Exception):
+    """The server refused the registration (the message says why); retrying will not help."""
+
+
+def default_url() -> str:
+    """``ORBIT_WORKER_URL``, else ``ORBIT_URL`` with its scheme turned to ws(s), else local."""
+    if url := os.environ.get("ORBIT_WORKER_URL"):
+        return url
+    if url := os.environ.get("ORBIT_URL"):
+        return "ws" + url[4:] if url.startswith("http") else url
+    return DEFAULT_WORKER_URL
+
+
+class _Backoff:
+    """Jittered exponential delays: 0.1 s doubling up to 5 s."""
+
+    def __init__(self, first: float = 0.1, cap: float = 5.0) -> None:
+        self.first, self.cap, self.current = first, cap, first
+
+    def next(self) -> float:
+        delay = random.uniform(self.current / 2, self.current)
+        self.current = min(self.cap, self.current * 2)
+        return delay
+
+    def reset(self) -> None:
+        self.current = self.first
+
+
+class Worker:
+    """A worker process serving task functions registered with :meth:`task`."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        worker_id: str | None = None,
+        concurrency: int = 16,
+        token: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        drain_grace: float = 30.0,
+    ) -> None:
+        self.url = (url or default_url()).rstrip("/")
+        self.worker_id = worker_id or os.environ.get("ORBIT_WORKER_ID") or _default_worker_id()
+        self.concurrency = concurrency
+        self.token = token if token is not None else os.environ.get("ORBIT_WORKER_TOKEN")
+        self.ssl_context = ssl_context
+        self.drain_grace = drain_grace
+        self.session_id: str | None = None
+        self.functions: dict[tuple[str, str], TaskFunction] = {}
+        self._running: dict[str, trio.CancelScope] = {}
+        self._outbox: dict[str, dict[str, Any]] = {}  # results sent but not yet acknowledged
+        self._idle: trio.Event | None = None
+        self._ws: WebSocketConnection | None = None
+        self._stopping = False
+        self._unregistered: trio.Event | None = None
+
+    def task(self, name: str, *, version: str = "1") -> Callable[[Callable[..., Any]], Any]:
+        """Register the decorated function as ``name@version``."""
+
+        def register(function: Callable[..., Any]) -> Callable[..., Any]:
+            self.functions[(name, version)] = TaskFunction.wrap(name, version, function)
+            return function
+
+        return register
+
+    # -- running ---------------------------------------------------------------------------
+    def run(self) -> None:
+        """Serve until Ctrl-C or SIGTERM, then drain and unregister (a second signal stops at
+        once)."""
+        trio.run(self._run_until_signal)
+
+    async def _run_until_signal(self) -> None:
+        async with trio.open_nursery() as nursery:
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                nursery.start_soon(self.serve)
+                async for _ in signals:
+                    if self._stopping:
+                        break
+                    log.info("draining: finishing %d running tasks", len(self._running))
+                    nursery.start_soon(self._drain_then_stop, nursery.cancel_scope)
+            nursery.cancel_scope.cancel()
+
+    async def _drain_then_stop(self, scope: trio.CancelScope) -> None:
+        await self.drain()
+        scope.cancel()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Connect, register and serve tasks, reconnecting whenever the connection drops;
+        ``task_status`` reports the first registration."""
+        if not self.functions:
+            raise WorkerRefused("register at least one task with @worker.task(...)")
+        self._unregistered = trio.Event()
+        backoff = _Backoff()
+        status: trio.TaskStatus[None] = task_status
+        async with trio.open_nursery() as tasks:
+            while True:
+                try:
+                    async with self._connect() as ws:
+                        await self._session(ws, tasks, status)
+                        status = trio.TASK_STATUS_IGNORED
+                        backoff.reset()
+                except (HandshakeError, ConnectionClosed, OSError, trio.TooSlowError) as exc:
+                    log.warning("connection to %s lost: %s", self.url, _why(exc))
+                finally:
+                    self._ws = None
+                if self._unregistered.is_set():
+                    tasks.cancel_scope.cancel()
+                    return
+                await trio.sleep(backoff.next())
+
+    async def drain(self) -> None:
+        """Take no new tasks, let running ones finish (up to ``drain_grace``), unregister."""
+        self._stopping = True
+        await self._send({"type": "credit", "concurrency": 0})
+        with trio.move_on_after(self.drain_grace):
+            await self._wait_idle()
+        for scope in self._running.values():
+            scope.cancel()
+        await self._send({"type": "unregister"})
+        assert self._unregistered is not None
+        with trio.move_on_after(5):
+            await self._unregistered.wait()
+
+    # -- one connection --------------------------------------------------------------------
+    def _connect(self) -> Any:
+        headers = [(b"authorization", f"Bearer {self.token}".encode())] if self.token else None
+        return open_websocket_url(
+            f"{self.url}/v1/workers/connect", self.ssl_context, extra_headers=headers,
+            max_message_size=64 * 1024 * 1024, connect_timeout=10, disconnect_timeout=5,
+        )  # fmt: skip
+
+    async def _session(
+        self, ws: WebSocketConnection, tasks: trio.Nursery, status: trio.TaskStatus[None]
+    ) -> None:
+        registered = await self._register(ws)
+        self._ws = ws
+        status.started()
+        for pending in list(self._outbox.values()):  # results the last connection did not ack
+            await self._send(pending)
+        if self._stopping:
+            await self._send({"type": "credit", "concurrency": 0})
+        async with trio.open_nursery() as nursery:
+            interval = registered.heartbeat_interval_ms / 1000
+            nursery.start_soon(self._heartbeat, interval)
+            while True:
+                message = _SERVER_MESSAGE.validate_json(await ws.get_message())
+                if not await self._on_message(message, tasks):
+                    nursery.cancel_scope.cancel()
+                    return
+
+    async def _register(self, ws: WebSocketConnection) -> wire.Registered:
+        contracts = [{"task_name": n, "contract_version": v} for n, v in self.functions]
+        register = {
+            "type": "register", "worker_id": self.worker_id, "runtime": "python",
+            "sdk": f"orbit-python/{__version__}", "concurrency": self.concurrency,
+            "contracts": contracts, "resume_session_id": self.session_id,
+        }  # fmt: skip
+        await ws.send_message(json.dumps(register))
+        with trio.fail_after(30):
+            answer = _SERVER_MESSAGE.validate_json(await ws.get_message())
+        if isinstance(answer, wire.ErrorMessage):
+            raise WorkerRefused(f"{answer.code}: {answer.message}")
+        assert isinstance(answer, wire.Registered)
+        for warning in answer.warnings:
+            log.warning("server: %s", warning)
+        self.session_id = answer.worker_session_id
+        log.info(
+            "registered as %s (session %s%s)", self.worker_id, answer.worker_session_id,
+            ", resumed" if answer.resumed else "",
+        )  # fmt: skip
+        return answer
+
+    async def _heartbeat(self, interval: float) -> None:
+        while True:
+            await trio.sleep(interval)
+            await self._send({"type": "heartbeat"})
+
+    async def _on_message(self, message: wire.ServerMessage, tasks: trio.Nursery) -> bool:
+        """Handle one server message; False once the session is over."""
+        if isinstance(message, wire.Task):
+            tasks.start_soon(self._run_task, message)
+        elif isinstance(message, wire.Cancel):
+            self._cancel(message.tokens)
+        elif isinstance(message, wire.HeartbeatAck):
+            self._cancel(message.cancel)
+        elif isinstance(message, wire.Ack):
+            self._outbox.pop(message.token, None)
+            if not message.accepted:
+                log.info("result for %s not accepted: %s", message.token, message.reason)
+            self._check_idle()
+        elif isinstance(message, wire.ErrorMessage):
+            await self._on_error(message)
+        elif isinstance(message, wire.Unregistered):
+            assert self._unregistered is not None
+            self._unregistered.set()
+            return False
+        return True
+
+    async def _on_error(self, message: wire.ErrorMessage) -> None:
+        token = message.ref if isinstance(message.ref, str) else None
+        if token in self._outbox and message.code == "PAYLOAD_TOO_LARGE":
+            self._outbox[token] = _result(token, {"error": {
+                "code": "OUTPUT_TOO_LARGE", "message": message.message, "retryable": False,
+            }})  # fmt: skip
+            await self._send(self._outbox[token])
+        elif token in self._outbox:
+            log.error("result for %s refused: %s %s", token, message.code, message.message)
+            self._outbox.pop(token, None)
+            self._check_idle()
+        else:
+            log.warning("server error: %s %s", message.code, message.message)
+
+    def _cancel(self, tokens: list[str]) -> None:
+        for token in tokens:
+            scope = self._running.get(token)
+            if scope is not None:
+                scope.cancel()
+
+    # -- tasks -----------------------------------------------------------------------------
+    async def _run_task(self, task: wire.Task) -> None:
+        function = self.functions.get((task.task_name, task.contract_version))
+        ctx = TaskContext(
+            token=task.token, execution_id=task.execution_id, workflow=task.workflow,
+            workflow_version=task.workflow_version, step_id=task.step_id,
+            task_name=task.task_name, contract_version=task.contract_version,
+            idempotency_key=task.idempotency_key, attempt=task.attempt,
+            redelivery=task.redelivery, deadline_ms=task.deadline_ms, timeout_ms=task.timeout_ms,
+        )  # fmt: skip
+        with trio.CancelScope() as scope:
+            self._running[task.token] = scope
+            try:
+                if function is None:
+                    missing = f"this worker has no {task.task_name}@{task.contract_version}"
+                    outcome = {
+                        "error": {"code": "UNKNOWN_TASK", "message": missing, "retryable": False}
+                    }
+                else:
+                    outcome = await function.run(ctx, task.input)
+            finally:
+                del self._running[task.token]
+        if scope.cancelled_caught:
+            self._check_idle()
+            return  # the server cancelled it: its slot is already free
+        message = _result(task.token, outcome)
+        self._outbox[task.token] = message
+        await self._send(message)
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        ws = self._ws
+        if ws is None:
+            return  # sent again once reconnected (results) or not needed any more
+        await _send_quietly(ws, message)
+
+    async def _wait_idle(self) -> None:
+        while self._running or self._outbox:
+            self._idle = trio.Event()
+            await self._idle.wait()
+
+    def _check_idle(self) -> None:
+        if self._idle is not None and not self._running and not self._outbox:
+            self._idle.set()
+
+
+def _result(token: str, outcome: dict[str, Any]) -> dict[str, Any]:
+    if "error" in outcome:
+        return {"type": "fail", "id": token, "token": token, "error": outcome["error"]}
+    return {"type": "complete", "id": token, "token": token, "output": outcome["output"]}
+
+
+async def _send_quietly(ws: WebSocketConnection, message: dict[str, Any]) -> None:
+    with contextlib.suppress(ConnectionClosed):  # results stay in the outbox, sent again later
+        await ws.send_message(json.dumps(message, separators=(",", ":")))
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionClosed) and exc.reason is not None:
+        return f"closed ({exc.reason.code} {exc.reason.reason or ''})".strip()
+    return str(exc) or type(exc).__name__
+
+
+def _default_worker_id() -> str:
+    return f"{os.uname().nodename}-{os.getpid()}"
+
+
+__all__ = ["Worker", "WorkerRefused", "default_url"]
