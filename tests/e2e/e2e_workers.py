@@ -1,0 +1,50 @@
+"""The worker the end-to-end tests run as a subprocess. ``E2E_LOG`` names a file where each task
+start is appended as one JSON line (worker, idempotency key, attempt, redelivery)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from orbit_actors import TaskContext, TaskFailed, Worker
+
+worker = Worker(concurrency=int(os.environ.get("E2E_CONCURRENCY", "256")))
+
+
+def _record(ctx: TaskContext) -> None:
+    log = os.environ.get("E2E_LOG")
+    if log:
+        line = {"worker": worker.worker_id, "key": ctx.idempotency_key, "attempt": ctx.attempt,
+                "redelivery": ctx.redelivery, "token": ctx.token}  # fmt: skip
+        with open(log, "a") as out:
+            out.write(json.dumps(line) + "\n")
+
+
+@worker.task("echo", version="1")
+async def echo(ctx: TaskContext, value: Any) -> Any:
+    _record(ctx)
+    return value
+
+
+@worker.task("gate", version="1")
+async def gate(ctx: TaskContext, request: dict[str, Any]) -> dict[str, Any]:
+    """Waits until the file ``request["path"]`` exists (the test opens the gate)."""
+    _record(ctx)
+    path = Path(request["path"])
+    while not path.exists():
+        await trio.sleep(0.02)
+    return {"passed": True, "worker": worker.worker_id}
+
+
+@worker.task("fail", version="1")
+async def fail(request: dict[str, Any]) -> None:
+    raise TaskFailed(request.get("code", "BROKEN"), "it broke", retryable=False)
+
+
+@worker.task("sync", version="1")
+def sync_task(request: dict[str, Any]) -> dict[str, Any]:
+    return {"thread": True, **request}
