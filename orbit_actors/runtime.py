@@ -371,16 +371,16 @@ class Runtime:
 
     def push_task(self, session_id: str, task: Task) -> None:
         """Send a dispatched task to its session."""
-        self.sessions.hold(session_id, task.token, self.clock.now_ms())
+        self.sessions.hold(session_id, task.token, self.clock.now_ms(), task)
         session = self.sessions.sessions.get(session_id)
         if session is not None and session.connection is not None:
             session.connection.send(task)
 
     def adopt_token(
-        self, session_id: str, worker_id: str, token: str, dispatched_at_ms: int
+        self, session_id: str, worker_id: str, task: Task, dispatched_at_ms: int
     ) -> None:
-        """A token in flight found after a restart."""
-        self.sessions.adopt(session_id, worker_id, token, dispatched_at_ms)
+        """A task in flight found after a restart."""
+        self.sessions.adopt(session_id, worker_id, task, dispatched_at_ms)
 
     def cancel_tokens(self, tokens: dict[str, str]) -> None:
         """Cancel tokens at their workers (or in the built-in runner)."""
@@ -477,8 +477,9 @@ class Runtime:
     def add_session(self, session: WorkerSession) -> None:
         """A session can take work."""
         self.dispatcher.add_session(
-            session.id, session.worker_id, session.runtime, session.contracts, session.concurrency
-        )
+            session.id, session.worker_id, session.runtime, session.contracts, session.concurrency,
+            held=set(session.tokens) - set(session.cancelled),
+        )  # fmt: skip
 
     def remove_session(self, session_id: str) -> None:
         """A session takes no more work."""

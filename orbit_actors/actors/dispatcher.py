@@ -110,12 +110,15 @@ class Dispatcher:
         runtime: str,
         contracts: list[tuple[str, str]],
         capacity: int,
+        held: set[str] | None = None,
     ) -> None:
-        """A session can take work: ``contracts`` are (task, version) pairs."""
+        """A session can take work: ``contracts`` are (task, version) pairs; ``held`` are the
+        tokens it already holds (a resumed session), which use slots."""
         queues = [
             (task, version, lang) for task, version in contracts for lang in (None, runtime.lower())
         ]
-        self._sessions[session_id] = _Slots(worker_id, queues, capacity)
+        tokens = set(held or ())
+        self._sessions[session_id] = _Slots(worker_id, queues, capacity, len(tokens), tokens)
         for key in queues:
             self._servers.setdefault(key, {})[session_id] = None
         self.fill(session_id)

@@ -166,7 +166,8 @@ class ExecutionActor:
         found = invocation(self.state, self.definition, c.key)
         dispatched = events[0]
         if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
-            self.host.push_task(c.session_id, self._task(found, dispatched))
+            task = self._task(found, dispatched.token, dispatched.deadline_ms)
+            self.host.push_task(c.session_id, task)
 
     async def _on_uncertain(self, c: cmd.MarkUncertain) -> None:
         await self._advance(pure.attempt_uncertain(self.state, c.token, c.reason, self._now()))
@@ -252,7 +253,7 @@ class ExecutionActor:
                 continue
             apply(self.state, events[0])
             batch.append(events[0])
-            claimed.append((session_id, self._task(found, events[0])))
+            claimed.append((session_id, self._task(found, token, events[0].deadline_ms)))
         return claimed
 
     async def _commit(self, commit: Commit) -> None:
@@ -350,8 +351,10 @@ class ExecutionActor:
         elif session.startswith("child:"):
             if isinstance(found, ChildInvocation):
                 self.host.start_child(self.state, found)
-        else:
-            self.host.adopt_token(session, worker_id or "", token, dispatched_at or self._now())
+        elif isinstance(found, TaskInvocation):
+            unit = self.state.units[found.key]
+            task = self._task(found, token, unit.deadline_ms)
+            self.host.adopt_token(session, worker_id or "", task, dispatched_at or self._now())
 
     # -- helpers -------------------------------------------------------------------------
     def _now(self) -> int:
@@ -362,13 +365,13 @@ class ExecutionActor:
         plan = self.definition.plans.get(unit.step_id if unit else "")
         return (plan.step.workflow or "") if plan else ""
 
-    def _task(self, found: TaskInvocation, dispatched: StepDispatched) -> Task:
+    def _task(self, found: TaskInvocation, token: str, deadline_ms: int | None) -> Task:
         return Task(
-            token=dispatched.token, execution_id=self.execution_id, workflow=self.state.workflow,
+            token=token, execution_id=self.execution_id, workflow=self.state.workflow,
             workflow_version=self.state.version, step_id=found.key, task_name=found.task_name,
             contract_version=found.contract_version, input=found.input,
             idempotency_key=found.idempotency_key, attempt=found.attempt,
-            redelivery=found.redelivery, deadline_ms=dispatched.deadline_ms,
+            redelivery=found.redelivery, deadline_ms=deadline_ms,
             timeout_ms=found.timeout_ms,
         )  # fmt: skip
 

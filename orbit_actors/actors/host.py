@@ -39,9 +39,9 @@ class ExecutionHost(Protocol):
         ...
 
     def adopt_token(
-        self, session_id: str, worker_id: str, token: str, dispatched_at_ms: int
+        self, session_id: str, worker_id: str, task: Task, dispatched_at_ms: int
     ) -> None:
-        """After a restart: a token held by a session of the previous process."""
+        """After a restart: a task held by a session of the previous process."""
         ...
 
     def cancel_tokens(self, tokens: dict[str, str]) -> None:

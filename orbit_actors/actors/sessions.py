@@ -83,6 +83,7 @@ class WorkerSession:
     contracts: list[tuple[str, str]]
     concurrency: int
     tokens: dict[str, int] = field(default_factory=dict)  # token -> dispatched_at_ms
+    tasks: dict[str, wire.Task] = field(default_factory=dict)  # token -> what was pushed
     cancelled: dict[str, str] = field(default_factory=dict)  # token -> reason, not yet reported
     connection: Connection | None = None
     expires_at: float = 0.0  # trio time
@@ -96,7 +97,8 @@ class SessionManager:
         self, host: SessionHost, heartbeat_ms: int = 5000, timeout_ms: int = 30_000
     ) -> None:
         self.host = host
-        self.heartbeat_ms = heartbeat_ms
+        # a worker beating at the interval must never look silent: at least three beats per timeout
+        self.heartbeat_ms = max(1, min(heartbeat_ms, timeout_ms // 3))
         self.timeout_ms = timeout_ms
         self.sessions: dict[str, WorkerSession] = {}
         self._holder: dict[str, str] = {}  # token -> session id
@@ -109,15 +111,23 @@ class SessionManager:
         return Connection(self, send, close or (lambda code, reason: None))
 
     # -- tokens ---------------------------------------------------------------------------
-    def hold(self, session_id: str, token: str, dispatched_at_ms: int) -> None:
-        """A token was dispatched to a session."""
+    def hold(
+        self, session_id: str, token: str, dispatched_at_ms: int, task: wire.Task | None = None
+    ) -> None:
+        """A token was dispatched to a session (``task`` is what was pushed, kept to push it
+        again when the session is resumed)."""
         session = self.sessions.get(session_id)
         if session is not None:
             session.tokens[token] = dispatched_at_ms
+            if task is not None:
+                session.tasks[token] = task
             self._holder[token] = session_id
 
-    def adopt(self, session_id: str, worker_id: str, token: str, dispatched_at_ms: int) -> None:
-        """After a restart: a token held by a session that may come back within the timeout."""
+    def adopt(
+        self, session_id: str, worker_id: str, task: wire.Task, dispatched_at_ms: int
+    ) -> None:
+        """After a restart: a task held by a session that may come back within the timeout."""
+        token = task.token
         if token in self._holder:
             return
         session = self.sessions.get(session_id)
@@ -126,7 +136,7 @@ class SessionManager:
             session.expires_at = trio.current_time() + self.timeout_ms / 1000
             self.sessions[session_id] = session
             self._poke()
-        self.hold(session_id, token, dispatched_at_ms)
+        self.hold(session_id, token, dispatched_at_ms, task)
 
     def settle(self, token: str) -> None:
         """A token's result was recorded: its slot is free."""
@@ -137,6 +147,7 @@ class SessionManager:
         session = self.sessions.get(session_id)
         if session is not None:
             session.tokens.pop(token, None)
+            session.tasks.pop(token, None)
             session.cancelled.pop(token, None)
         self.host.release(session_id, token)
 
@@ -303,6 +314,10 @@ class Connection:
             warnings=warnings + _version_warnings(session.contracts, host), ref=message.id,
         ))  # fmt: skip
         host.add_session(session)
+        if resumed:  # a task frame may have been lost with the connection (or the server)
+            for token, task in session.tasks.items():
+                if token not in session.cancelled:
+                    self.send(task)
         if session.cancelled:
             self.send(
                 wire.Cancel(

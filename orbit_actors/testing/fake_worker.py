@@ -63,8 +63,9 @@ class FakeWorker:
             contracts=[wire.Contract(task_name=t, contract_version=v) for t, v in self.contracts],
             resume_session_id=resume,
         )  # fmt: skip
+        before = len(self.received)
         await self.connection.handle(message)
-        answer = self.received[-1]
+        answer = self.received[before]  # tasks pushed again on a resume come after the answer
         if isinstance(answer, wire.Registered):
             self.session_id = answer.worker_session_id
         return answer

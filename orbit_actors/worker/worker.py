@@ -42,6 +42,9 @@ _SERVER_MESSAGE: TypeAdapter[wire.ServerMessage] = TypeAdapter(
 DEFAULT_WORKER_URL = "ws://127.0.0.1:7233"
 
 
+_CONNECTION_LOST = (HandshakeError, ConnectionClosed, OSError, trio.TooSlowError)
+
+
 class WorkerRefused(Exception):
     """The server refused the registration (the message says why); retrying will not help."""
 
@@ -141,11 +144,14 @@ class Worker:
                 try:
                     async with self._connect() as ws:
                         await self._session(ws, tasks, status)
+                except* WorkerRefused as refused:
+                    raise refused.exceptions[0] from None
+                except* _CONNECTION_LOST as lost:
+                    log.warning("connection to %s lost: %s", self.url, _why(lost.exceptions[0]))
+                finally:
+                    if self._ws is not None:
                         status = trio.TASK_STATUS_IGNORED
                         backoff.reset()
-                except (HandshakeError, ConnectionClosed, OSError, trio.TooSlowError) as exc:
-                    log.warning("connection to %s lost: %s", self.url, _why(exc))
-                finally:
                     self._ws = None
                 if self._unregistered.is_set():
                     tasks.cancel_scope.cancel()
@@ -186,11 +192,15 @@ class Worker:
         async with trio.open_nursery() as nursery:
             interval = registered.heartbeat_interval_ms / 1000
             nursery.start_soon(self._heartbeat, interval)
-            while True:
-                message = _SERVER_MESSAGE.validate_json(await ws.get_message())
-                if not await self._on_message(message, tasks):
-                    nursery.cancel_scope.cancel()
-                    return
+            try:
+                while await self._on_message(await self._receive(ws), tasks):
+                    pass
+            finally:
+                nursery.cancel_scope.cancel()
+
+    @staticmethod
+    async def _receive(ws: WebSocketConnection) -> wire.ServerMessage:
+        return _SERVER_MESSAGE.validate_json(await ws.get_message())
 
     async def _register(self, ws: WebSocketConnection) -> wire.Registered:
         contracts = [{"task_name": n, "contract_version": v} for n, v in self.functions]
@@ -222,7 +232,7 @@ class Worker:
     async def _on_message(self, message: wire.ServerMessage, tasks: trio.Nursery) -> bool:
         """Handle one server message; False once the session is over."""
         if isinstance(message, wire.Task):
-            tasks.start_soon(self._run_task, message)
+            await self._take(message, tasks)
         elif isinstance(message, wire.Cancel):
             self._cancel(message.tokens)
         elif isinstance(message, wire.HeartbeatAck):
@@ -239,6 +249,17 @@ class Worker:
             self._unregistered.set()
             return False
         return True
+
+    async def _take(self, task: wire.Task, tasks: trio.Nursery) -> None:
+        """Run a pushed task; a task pushed again after a resume that is already running (or
+        already answered) is not run twice."""
+        if task.token in self._running:
+            return
+        if task.token in self._outbox:
+            await self._send(self._outbox[task.token])
+            return
+        scope = self._running[task.token] = trio.CancelScope()
+        tasks.start_soon(self._run_task, task, scope)
 
     async def _on_error(self, message: wire.ErrorMessage) -> None:
         token = message.ref if isinstance(message.ref, str) else None
@@ -261,7 +282,7 @@ class Worker:
                 scope.cancel()
 
     # -- tasks -----------------------------------------------------------------------------
-    async def _run_task(self, task: wire.Task) -> None:
+    async def _run_task(self, task: wire.Task, scope: trio.CancelScope) -> None:
         function = self.functions.get((task.task_name, task.contract_version))
         ctx = TaskContext(
             token=task.token, execution_id=task.execution_id, workflow=task.workflow,
@@ -270,8 +291,7 @@ class Worker:
             idempotency_key=task.idempotency_key, attempt=task.attempt,
             redelivery=task.redelivery, deadline_ms=task.deadline_ms, timeout_ms=task.timeout_ms,
         )  # fmt: skip
-        with trio.CancelScope() as scope:
-            self._running[task.token] = scope
+        with scope:
             try:
                 if function is None:
                     missing = f"this worker has no {task.task_name}@{task.contract_version}"

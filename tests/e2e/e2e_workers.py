@@ -48,3 +48,11 @@ async def fail(request: dict[str, Any]) -> None:
 @worker.task("sync", version="1")
 def sync_task(request: dict[str, Any]) -> dict[str, Any]:
     return {"thread": True, **request}
+
+
+@worker.task("nap", version="1")
+async def nap(ctx: TaskContext, request: dict[str, Any]) -> dict[str, Any]:
+    """Sleeps ``request["seconds"]``, then echoes the request."""
+    _record(ctx)
+    await trio.sleep(float(request.get("seconds", 0.2)))
+    return request

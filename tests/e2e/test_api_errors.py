@@ -66,7 +66,9 @@ def start(api: httpx.Client, **body: Any) -> httpx.Response:
 
 
 def finished_quick(api: httpx.Client) -> str:
-    execution_id: str = api.post("/v1/executions", json={"workflow": "quick"}).json()["execution_id"]
+    execution_id: str = api.post("/v1/executions", json={"workflow": "quick"}).json()[
+        "execution_id"
+    ]
     assert api.get(f"/v1/executions/{execution_id}/wait").json()["status"] == "completed"
     return execution_id
 
@@ -74,12 +76,22 @@ def finished_quick(api: httpx.Client) -> str:
 # -- definitions ---------------------------------------------------------------------------
 def test_a_malformed_definition_is_invalid_ir_with_line_and_path(api: httpx.Client) -> None:
     bad = "workflow: x\nversion: 1.0.0\nsteps:\n  - {id: a, task: nowhere}\n"
-    message = error(api.post("/v1/definitions", content=bad, headers={"content-type": "application/yaml"}), 400, "INVALID_IR")
+    message = error(
+        api.post("/v1/definitions", content=bad, headers={"content-type": "application/yaml"}),
+        400,
+        "INVALID_IR",
+    )
     assert "steps[0]" in message
 
 
 def test_yaml_syntax_errors_are_invalid_ir(api: httpx.Client) -> None:
-    error(api.post("/v1/definitions", content="workflow: [", headers={"content-type": "application/yaml"}), 400, "INVALID_IR")
+    error(
+        api.post(
+            "/v1/definitions", content="workflow: [", headers={"content-type": "application/yaml"}
+        ),
+        400,
+        "INVALID_IR",
+    )
 
 
 def test_a_json_ir_registers_like_yaml(api: httpx.Client) -> None:
@@ -91,13 +103,23 @@ def test_a_json_ir_registers_like_yaml(api: httpx.Client) -> None:
 
 
 def test_an_unregistered_child_names_it(api: httpx.Client) -> None:
-    message = error(api.post("/v1/definitions", content=CHILD_MISSING, headers={"content-type": "application/yaml"}), 400, "CHILD_NOT_REGISTERED")
+    message = error(
+        api.post(
+            "/v1/definitions", content=CHILD_MISSING, headers={"content-type": "application/yaml"}
+        ),
+        400,
+        "CHILD_NOT_REGISTERED",
+    )
     assert "ghost@2.0.0" in message and "register the child first" in message
 
 
 def test_a_changed_definition_under_the_same_version_conflicts(api: httpx.Client) -> None:
     changed = QUICK.replace("value: 1", "value: 2")
-    message = error(api.post("/v1/definitions", content=changed, headers={"content-type": "application/yaml"}), 409, "DEFINITION_CONFLICT")
+    message = error(
+        api.post("/v1/definitions", content=changed, headers={"content-type": "application/yaml"}),
+        409,
+        "DEFINITION_CONFLICT",
+    )
     assert "bump the version" in message
 
 
@@ -115,7 +137,11 @@ def test_definitions_are_listed_and_shown_with_their_ir(api: httpx.Client) -> No
 
 # -- starting ------------------------------------------------------------------------------
 def test_starting_an_unknown_workflow_names_it(api: httpx.Client) -> None:
-    message = error(api.post("/v1/executions", json={"workflow": "order", "version": "9.9.9"}), 404, "WORKFLOW_NOT_FOUND")
+    message = error(
+        api.post("/v1/executions", json={"workflow": "order", "version": "9.9.9"}),
+        404,
+        "WORKFLOW_NOT_FOUND",
+    )
     assert message == "workflow order@9.9.9 is not registered"
 
 
@@ -141,13 +167,21 @@ def test_an_id_taken_by_another_workflow_is_execution_exists(api: httpx.Client) 
 
 
 def test_an_input_over_the_payload_limit_records_nothing(api: httpx.Client) -> None:
-    error(start(api, input={"n": 1, "pad": "x" * 2000}, execution_id="too-big"), 413, "PAYLOAD_TOO_LARGE")
+    error(
+        start(api, input={"n": 1, "pad": "x" * 2000}, execution_id="too-big"),
+        413,
+        "PAYLOAD_TOO_LARGE",
+    )
     error(api.get("/v1/executions/too-big"), 404, "NOT_FOUND")
 
 
 def test_a_body_over_the_request_limit_is_refused_before_parsing(api: httpx.Client) -> None:
     huge = b'{"workflow": "desk", "input": "' + b"x" * 300_000 + b'"}'
-    error(api.post("/v1/executions", content=huge, headers={"content-type": "application/json"}), 413, "PAYLOAD_TOO_LARGE")
+    error(
+        api.post("/v1/executions", content=huge, headers={"content-type": "application/json"}),
+        413,
+        "PAYLOAD_TOO_LARGE",
+    )
 
 
 @pytest.mark.parametrize(
@@ -158,7 +192,9 @@ def test_a_body_over_the_request_limit_is_refused_before_parsing(api: httpx.Clie
 def test_a_malformed_body_is_invalid_request_naming_the_field(
     api: httpx.Client, body: bytes, field: str
 ) -> None:
-    response = api.post("/v1/executions", content=body, headers={"content-type": "application/json"})
+    response = api.post(
+        "/v1/executions", content=body, headers={"content-type": "application/json"}
+    )
     assert field in error(response, 400, "INVALID_REQUEST")
 
 
@@ -182,7 +218,9 @@ def test_the_active_execution_limit_is_resource_exhausted(api: httpx.Client) -> 
 def test_every_execution_endpoint_answers_not_found_for_an_unknown_id(
     api: httpx.Client, method: str, tail: str
 ) -> None:
-    response = api.request(method, f"/v1/executions/ghost{tail}", json={} if method == "POST" else None)
+    response = api.request(
+        method, f"/v1/executions/ghost{tail}", json={} if method == "POST" else None
+    )
     assert error(response, 404, "NOT_FOUND") == "execution not found"
 
 
@@ -212,13 +250,17 @@ def test_waiting_past_the_timeout_is_wait_timeout(api: httpx.Client) -> None:
 
 def test_cancelling_a_finished_execution_is_execution_finished(api: httpx.Client) -> None:
     execution_id = finished_quick(api)
-    message = error(api.post(f"/v1/executions/{execution_id}/cancel", json={}), 409, "EXECUTION_FINISHED")
+    message = error(
+        api.post(f"/v1/executions/{execution_id}/cancel", json={}), 409, "EXECUTION_FINISHED"
+    )
     assert message == "execution is already completed"
 
 
 def test_cancel_answers_202_with_the_detail(api: httpx.Client) -> None:
     execution_id = start(api).json()["execution_id"]
-    response = api.post(f"/v1/executions/{execution_id}/cancel", json={"reason": "no longer needed"})
+    response = api.post(
+        f"/v1/executions/{execution_id}/cancel", json={"reason": "no longer needed"}
+    )
     assert response.status_code == 202 and response.json()["execution_id"] == execution_id
     assert api.get(f"/v1/executions/{execution_id}/wait").json()["status"] == "cancelled"
 
@@ -231,10 +273,14 @@ def test_resuming_an_execution_that_is_not_quarantined_is_refused(api: httpx.Cli
 def test_signals_unknown_invalid_and_accepted(api: httpx.Client) -> None:
     execution_id = start(api).json()["execution_id"]
     base = f"/v1/executions/{execution_id}/signals"
-    message = error(api.post(f"{base}/aprove", json={"payload": {"by": "x"}}), 404, "UNKNOWN_SIGNAL")
+    message = error(
+        api.post(f"{base}/aprove", json={"payload": {"by": "x"}}), 404, "UNKNOWN_SIGNAL"
+    )
     assert message == "desk@1.0.0 has no signal `aprove`; declared: approve"
     error(api.post(f"{base}/approve", json={"payload": {"by": 5}}), 422, "SIGNAL_PAYLOAD_INVALID")
-    error(api.post(f"{base}/approve", json={"payload": {"by": "x" * 2000}}), 413, "PAYLOAD_TOO_LARGE")
+    error(
+        api.post(f"{base}/approve", json={"payload": {"by": "x" * 2000}}), 413, "PAYLOAD_TOO_LARGE"
+    )
     accepted = api.post(f"{base}/approve", json={"payload": {"by": "ada"}})
     assert accepted.status_code == 202 and isinstance(accepted.json()["seq"], int)
     assert api.get(f"/v1/executions/{execution_id}/wait").json()["status"] == "completed"
@@ -254,11 +300,17 @@ def test_queries_unknown_failing_and_answered(api: httpx.Client) -> None:
 def test_listing_filters_clamps_the_limit_and_pages(api: httpx.Client) -> None:
     for _ in range(3):
         finished_quick(api)
-    page = api.get("/v1/executions", params={"workflow": "quick", "status": "completed", "limit": 2}).json()
+    page = api.get(
+        "/v1/executions", params={"workflow": "quick", "status": "completed", "limit": 2}
+    ).json()
     assert len(page["executions"]) == 2 and page["next_cursor"]
     assert all(e["workflow"] == "quick" for e in page["executions"])
-    following = api.get("/v1/executions", params={"workflow": "quick", "limit": 2, "cursor": page["next_cursor"]}).json()
-    assert not {e["execution_id"] for e in following["executions"]} & {e["execution_id"] for e in page["executions"]}
+    following = api.get(
+        "/v1/executions", params={"workflow": "quick", "limit": 2, "cursor": page["next_cursor"]}
+    ).json()
+    assert not {e["execution_id"] for e in following["executions"]} & {
+        e["execution_id"] for e in page["executions"]
+    }
     assert api.get("/v1/executions", params={"limit": 5000}).status_code == 200
     error(api.get("/v1/executions", params={"limit": "many"}), 400, "INVALID_REQUEST")
     error(api.get("/v1/executions", params={"status": "sleeping"}), 400, "INVALID_REQUEST")

@@ -79,7 +79,7 @@ def test_the_approval_waits_for_its_signal_and_answers_its_query(
 
 
 class _Echo(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["content-length"]))
         self.send_response(200)
         self.send_header("content-type", "application/json")

@@ -47,21 +47,25 @@ class Peer:
         self.skipped: list[dict[str, Any]] = []  # messages passed over while looking for a type
 
     async def send(self, message: dict[str, Any] | str | bytes) -> None:
-        await self.ws.send_message(message if isinstance(message, str | bytes) else json.dumps(message))
+        await self.ws.send_message(
+            message if isinstance(message, str | bytes) else json.dumps(message)
+        )
 
     async def receive(self, kind: str | None = None, within: float = 10) -> dict[str, Any]:
         """The next message, or the next of type ``kind`` (others are kept for later)."""
-        for index, message in enumerate(self.skipped):
-            if kind is None or message["type"] == kind:
+        for index, kept in enumerate(self.skipped):
+            if kind is None or kept["type"] == kind:
                 return self.skipped.pop(index)
         with trio.fail_after(within):
             while True:
-                message = json.loads(await self.ws.get_message())
+                message: dict[str, Any] = json.loads(await self.ws.get_message())
                 if kind is None or message["type"] == kind:
                     return message
                 self.skipped.append(message)
 
-    async def ask(self, message: dict[str, Any] | str | bytes, kind: str | None = None) -> dict[str, Any]:
+    async def ask(
+        self, message: dict[str, Any] | str | bytes, kind: str | None = None
+    ) -> dict[str, Any]:
         await self.send(message)
         return await self.receive(kind)
 
@@ -72,7 +76,9 @@ class Peer:
 
 @asynccontextmanager
 async def peer(server: ServerProcess) -> AsyncIterator[Peer]:
-    async with open_websocket_url(f"{server.ws_url}/v1/workers/connect", max_message_size=10**7) as ws:
+    async with open_websocket_url(
+        f"{server.ws_url}/v1/workers/connect", max_message_size=10**7
+    ) as ws:
         yield Peer(ws)
 
 
@@ -88,7 +94,9 @@ async def test_registration_answers_the_session_and_its_timing(proto_server: Ser
     async with peer(proto_server) as p:
         registered = await p.register("reg-1")
         assert registered["accepted"] is True and registered["resumed"] is False
-        assert registered["session_timeout_ms"] == 5000 and registered["heartbeat_interval_ms"] == 5000
+        assert (
+            registered["session_timeout_ms"] == 5000 and registered["heartbeat_interval_ms"] == 5000
+        )
         assert (await p.ask({"type": "heartbeat", "id": 7}))["type"] == "heartbeat_ack"
         credit = await p.ask({"type": "credit", "concurrency": 3, "id": "c"})
         assert credit == {"type": "credit_ack", "concurrency": 3, "ref": "c"}
@@ -111,16 +119,29 @@ async def test_a_refused_registration_keeps_the_socket_open_for_a_corrected_one(
         assert (await p.register("corrected"))["accepted"] is True
 
 
-async def test_protocol_errors_are_answered_and_the_connection_stays(proto_server: ServerProcess) -> None:
+async def test_protocol_errors_are_answered_and_the_connection_stays(
+    proto_server: ServerProcess,
+) -> None:
     async with peer(proto_server) as p:
         assert (await p.ask({"type": "heartbeat", "id": 1}))["code"] == "NOT_REGISTERED"
-        assert (await p.ask({"type": "dance", "id": 2})) == {"type": "error", "code": "UNKNOWN_MESSAGE", "message": "unknown message type 'dance'", "ref": 2}
+        assert (await p.ask({"type": "dance", "id": 2})) == {
+            "type": "error",
+            "code": "UNKNOWN_MESSAGE",
+            "message": "unknown message type 'dance'",
+            "ref": 2,
+        }
         assert (await p.ask("{not json"))["code"] == "INVALID_MESSAGE"
         assert (await p.ask(b"\x00\x01"))["code"] == "INVALID_MESSAGE"
         await p.register("errs")
-        assert (await p.ask({"type": "register", "worker_id": "errs", "contracts": CONTRACTS}))["code"] == "ALREADY_REGISTERED"
+        assert (await p.ask({"type": "register", "worker_id": "errs", "contracts": CONTRACTS}))[
+            "code"
+        ] == "ALREADY_REGISTERED"
         wrong = await p.ask({"type": "credit", "concurrency": "lots", "id": 3})
-        assert wrong["code"] == "INVALID_MESSAGE" and "concurrency" in wrong["message"] and wrong["ref"] == 3
+        assert (
+            wrong["code"] == "INVALID_MESSAGE"
+            and "concurrency" in wrong["message"]
+            and wrong["ref"] == 3
+        )
         assert (await p.ask({"type": "heartbeat"}))["type"] == "heartbeat_ack"
 
 
@@ -131,7 +152,7 @@ async def test_ten_protocol_errors_in_a_row_close_with_1008(proto_server: Server
         with pytest.raises(ConnectionClosed) as closed:
             for _ in range(11):
                 await p.receive()
-        assert closed.value.reason.code == 1008
+        assert closed.value.reason is not None and closed.value.reason.code == 1008
 
 
 async def test_a_frame_over_the_size_limit_closes_with_1009(proto_server: ServerProcess) -> None:
@@ -140,19 +161,26 @@ async def test_a_frame_over_the_size_limit_closes_with_1009(proto_server: Server
         await p.send({"type": "heartbeat", "pad": "x" * 200_000})
         with pytest.raises(ConnectionClosed) as closed:
             await p.receive()
-        assert closed.value.reason.code == 1009
+        assert closed.value.reason is not None and closed.value.reason.code == 1009
 
 
-async def test_tasks_are_pushed_and_results_acknowledged_once_durable(proto_server: ServerProcess) -> None:
+async def test_tasks_are_pushed_and_results_acknowledged_once_durable(
+    proto_server: ServerProcess,
+) -> None:
     async with peer(proto_server) as p:
         await p.register("runner")
         execution_id = start_three(proto_server)
         for step in ("a", "b", "c"):
             task = await p.receive("task")
             assert task["execution_id"] == execution_id and task["step_id"] == step
-            assert task["idempotency_key"] == f"{execution_id}/1/{step}" and task["redelivery"] is False
+            assert (
+                task["idempotency_key"] == f"{execution_id}/1/{step}"
+                and task["redelivery"] is False
+            )
             assert "deadline_ms" not in task and "timeout_ms" not in task
-            ack = await p.ask({"type": "complete", "token": task["token"], "output": task["input"]}, "ack")
+            ack = await p.ask(
+                {"type": "complete", "token": task["token"], "output": task["input"]}, "ack"
+            )
             assert ack == {"type": "ack", "token": task["token"], "accepted": True}
         duplicate = await p.ask({"type": "complete", "token": task["token"], "output": {}}, "ack")
         assert duplicate["accepted"] is False
@@ -167,7 +195,9 @@ async def test_a_result_over_the_payload_limit_is_refused_and_a_smaller_one_acce
         await p.register("large")
         start_three(proto_server)
         task = await p.receive("task")
-        refused = await p.ask({"type": "complete", "token": task["token"], "output": {"pad": "x" * 5000}})
+        refused = await p.ask(
+            {"type": "complete", "token": task["token"], "output": {"pad": "x" * 5000}}
+        )
         assert refused["type"] == "error" and refused["code"] == "PAYLOAD_TOO_LARGE"
         ack = await p.ask({"type": "complete", "token": task["token"], "output": {"n": 1}}, "ack")
         assert ack["accepted"] is True
@@ -183,7 +213,9 @@ async def test_a_result_for_another_workers_token_is_forbidden(proto_server: Ser
         task = await owner.receive("task")
         forbidden = await thief.ask({"type": "complete", "token": task["token"], "output": {}})
         assert forbidden["type"] == "error" and forbidden["code"] == "FORBIDDEN"
-        ack = await owner.ask({"type": "complete", "token": task["token"], "output": {"n": 1}}, "ack")
+        ack = await owner.ask(
+            {"type": "complete", "token": task["token"], "output": {"n": 1}}, "ack"
+        )
         assert ack["accepted"] is True
         await owner.ask({"type": "unregister"}, "unregistered")
 
@@ -198,7 +230,10 @@ async def test_a_dropped_connection_resumes_its_session_and_its_late_result_is_a
     async with peer(proto_server) as second:
         registered = await second.register("resumer", resume_session_id=session)
         assert registered["resumed"] is True and registered["worker_session_id"] == session
-        ack = await second.ask({"type": "complete", "token": task["token"], "output": {"n": 1}}, "ack")
+        assert (await second.receive("task"))["token"] == task["token"]  # pushed again
+        ack = await second.ask(
+            {"type": "complete", "token": task["token"], "output": {"n": 1}}, "ack"
+        )
         assert ack["accepted"] is True
         await second.ask({"type": "unregister"}, "unregistered")
 
@@ -211,10 +246,12 @@ async def test_resuming_a_session_still_connected_closes_the_old_connection_with
         assert (await second.register("twice", resume_session_id=session))["resumed"] is True
         with pytest.raises(ConnectionClosed) as closed:
             await first.receive()
-        assert closed.value.reason.code == 4000
+        assert closed.value.reason is not None and closed.value.reason.code == 4000
 
 
-async def test_a_cancelled_execution_pushes_a_cancel_for_its_task(proto_server: ServerProcess) -> None:
+async def test_a_cancelled_execution_pushes_a_cancel_for_its_task(
+    proto_server: ServerProcess,
+) -> None:
     async with peer(proto_server) as p:
         await p.register("cancelled")
         execution_id = start_three(proto_server)
@@ -233,12 +270,16 @@ async def test_the_http_fallback_completes_a_pushed_task(proto_server: ServerPro
         start_three(proto_server)
         task = await p.receive("task")
         response = await trio.to_thread.run_sync(
-            lambda: httpx.post(f"{proto_server.url}/v1/tasks/{task['token']}/complete", json={"output": {"n": 1}})
+            lambda: httpx.post(
+                f"{proto_server.url}/v1/tasks/{task['token']}/complete", json={"output": {"n": 1}}
+            )
         )
         assert response.status_code == 200
         assert response.json() == {"type": "ack", "token": task["token"], "accepted": True}
         failed = await trio.to_thread.run_sync(
-            lambda: httpx.post(f"{proto_server.url}/v1/tasks/{task['token']}/fail", json={"error": {"code": "X"}})
+            lambda: httpx.post(
+                f"{proto_server.url}/v1/tasks/{task['token']}/fail", json={"error": {"code": "X"}}
+            )
         )
         assert failed.json()["accepted"] is False
         await p.ask({"type": "unregister"}, "unregistered")
