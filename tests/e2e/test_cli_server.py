@@ -1,0 +1,83 @@
+"""The ``orbit`` command against a real server: tables, ``--json``, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import ECHO3
+from .harness import ROOT, ServerProcess, WorkerProcess
+
+FAILS = """
+workflow: breaks
+version: 1.0.0
+tasks: {fail: {version: "1"}}
+steps: [{id: f, task: fail, input: {code: BROKEN}}]
+"""
+WAITS = """
+workflow: waits
+version: 1.0.0
+signals: {go: {type: object}}
+queries: {where: steps.w.status}
+steps: [{id: w, await: go}]
+output: "${steps.w.output}"
+"""
+
+
+def orbit(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orbit_actors.cli", *args], capture_output=True, text=True,
+        env={"ORBIT_URL": server.url, "PATH": "/usr/bin:/bin"}, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+
+
+def test_the_cli_deploys_starts_follows_and_shows(
+    tmp_path: Path, server: ServerProcess, workers: list[WorkerProcess]
+) -> None:
+    for name, source in (("three.yaml", ECHO3), ("breaks.yaml", FAILS), ("waits.yaml", WAITS)):
+        (tmp_path / name).write_text(source)
+    deployed = orbit(server, "deploy", *(str(p) for p in sorted(tmp_path.glob("*.yaml"))))
+    assert deployed.returncode == 0 and deployed.stdout.count("created") == 3
+    workers.append(WorkerProcess(server, "cli"))
+
+    done = orbit(server, "start", "three", "--input", '{"n": 7}', "--id", "cli-1", "--wait")
+    assert done.returncode == 0, done.stderr
+    assert "cli-1: completed" in done.stdout and '"n": 7' in done.stdout
+    assert orbit(server, "start", "breaks", "--wait").returncode == 1
+
+    shown = orbit(server, "show", "cli-1")
+    assert "three@1.0.0" in shown.stdout and "succeeded" in shown.stdout
+    history = orbit(server, "show", "cli-1", "--history")
+    assert "WorkflowCreated" in history.stdout and "WorkflowCompleted" in history.stdout
+    listed = json.loads(orbit(server, "list", "--json", "--workflow", "three").stdout)
+    assert [e["execution_id"] for e in listed["executions"]] == ["cli-1"]
+    assert "cli" in orbit(server, "workers").stdout
+
+    waiting = orbit(server, "start", "waits").stdout.strip()
+    assert json.loads(orbit(server, "query", waiting, "where", "--json").stdout) == {
+        "value": "running"
+    }
+    assert orbit(server, "signal", waiting, "go", "--payload", '{"ok": true}').returncode == 0
+    assert orbit(server, "cancel", waiting).returncode in (0, 1)  # it may have finished already
+
+
+def test_a_refusal_is_one_line_and_a_non_zero_exit(server: ServerProcess) -> None:
+    refused = orbit(server, "start", "ghost")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == "error: WORKFLOW_NOT_FOUND: workflow ghost is not registered"
+    missing = orbit(server, "show", "nobody")
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    bad_json = orbit(server, "start", "three", "--input", "{oops")
+    assert bad_json.returncode == 1 and bad_json.stderr.startswith(
+        "error: INVALID_REQUEST: --input"
+    )
+
+
+def test_an_unreachable_server_is_one_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "orbit_actors.cli", "list"], capture_output=True, text=True,
+        env={"ORBIT_URL": "http://127.0.0.1:1", "PATH": "/usr/bin:/bin"}, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1 and result.stderr.startswith("error: UNAVAILABLE: cannot reach")
