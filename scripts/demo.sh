@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install Orbit into a virtual environment (./.venv unless VENV says) and run its main job as far
-# as it exists today: check every example definition, then play one order saga through the
-# decider with a fake worker and print its history.
+# Install Orbit into a virtual environment (./.venv unless VENV says) and run its main job: an
+# Orbit server on an embedded SQLite file (.orbit/examples.db), the examples deployed, the
+# examples' Python worker connected over WebSocket, and one order saga run to completion with
+# its history printed. Everything it starts is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
@@ -9,4 +10,4 @@ VENV="${VENV:-.venv}"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet -e .
 "$VENV/bin/orbit" check examples/*.yaml
-"$VENV/bin/python" -m orbit_actors.testing.demo
+"$VENV/bin/python" examples/run.py "${1:-order_saga}"

@@ -1,0 +1,147 @@
+"""End-to-end benchmark: a real server (SQLite, synchronous FULL) and a real worker process over
+WebSocket; executions started and awaited through the HTTP API.
+
+    python bench/e2e.py [--executions 2000] [--in-flight 200] [--idle 200]
+
+Prints executions/s and start-to-complete latency (p50/p99) for ``--executions`` executions of
+a 3-step no-op workflow with ``--in-flight`` at once, the server's CPU per execution, and the
+latency of one execution at a time on an idle server (p50/p99 over ``--idle``). Bounded in time
+(every wait has a timeout). Ends with one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+THREE = """
+workflow: noop3
+version: 1.0.0
+tasks: {noop: {version: "1"}}
+steps:
+  - {id: a, task: noop, input: {n: "${input.n}"}}
+  - {id: b, task: noop, input: {n: "${steps.a.output.n}"}}
+  - {id: c, task: noop, input: {n: "${steps.b.output.n}"}}
+output: {n: "${steps.c.output.n}"}
+"""
+
+
+def start_server(folder: Path) -> tuple[subprocess.Popen[str], str]:
+    """``orbit server`` on a free port; returns the process and its URL once ready."""
+    command = [sys.executable, "-m", "orbit_actors.cli", "server", "--db", str(folder / "bench.db"),
+               "--bind", "127.0.0.1:0", "--log-level", "warning"]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    assert process.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = re.search(r"ready on (http://\S+)", process.stdout.readline())
+        if found:
+            return process, found.group(1)
+    raise SystemExit("the server did not start")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def one(api: httpx.AsyncClient, n: int, latencies: list[float]) -> None:
+    began = time.perf_counter()
+    started = await api.post("/v1/executions", json={"workflow": "noop3", "input": {"n": n}})
+    execution_id = started.json()["execution_id"]
+    summary = (await api.get(f"/v1/executions/{execution_id}/wait", params={"timeout": 60})).json()
+    assert summary["status"] == "completed", summary
+    latencies.append(time.perf_counter() - began)
+
+
+async def load(url: str, total: int, in_flight: int) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=in_flight * 2, max_keepalive_connections=in_flight * 2)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as api:
+        slots = trio.Semaphore(in_flight)
+
+        async def bounded(n: int) -> None:
+            async with slots:
+                await one(api, n, latencies)
+
+        began = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for n in range(total):
+                await slots.acquire()  # start in order, never more than in_flight at once
+                slots.release()
+                nursery.start_soon(bounded, n)
+        return total / (time.perf_counter() - began), latencies
+
+
+async def idle(url: str, count: int) -> list[float]:
+    latencies: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=60) as api:
+        for n in range(count):
+            await one(api, n, latencies)
+    return latencies
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--executions", type=int, default=2000)
+    parser.add_argument("--in-flight", type=int, default=200)
+    parser.add_argument("--idle", type=int, default=200)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        server, url = start_server(Path(folder))
+        worker = subprocess.Popen(
+            [sys.executable, str(ROOT / "bench" / "noop_worker.py")],
+            env={**os.environ, "ORBIT_URL": url}, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            httpx.post(
+                f"{url}/v1/definitions", content=THREE, headers={"content-type": "application/yaml"}
+            ).raise_for_status()
+            trio.run(load, url, 100, 50)  # warm up (and wait for the worker to register)
+            cpu_before = cpu_seconds(server.pid)
+            rate, latencies = trio.run(load, url, args.executions, args.in_flight)
+            cpu_ms = (cpu_seconds(server.pid) - cpu_before) * 1000 / args.executions
+            quiet = trio.run(idle, url, args.idle)
+        finally:
+            worker.terminate()
+            server.terminate()
+            worker.wait(30)
+            server.wait(30)
+    p50, p99 = percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000
+    idle_p50, idle_p99 = percentile(quiet, 0.5) * 1000, percentile(quiet, 0.99) * 1000
+    print(
+        f"{args.executions} executions, {args.in_flight} in flight: {rate:,.0f} executions/s  p50 {p50:.1f} ms  p99 {p99:.1f} ms"
+    )
+    print(f"server CPU per execution: {cpu_ms:.2f} ms")
+    print(
+        f"one at a time on an idle server ({args.idle}): p50 {idle_p50:.1f} ms  p99 {idle_p99:.1f} ms"
+    )
+    print(json.dumps({
+        "exec_per_s": round(rate), "p50_ms": round(p50, 2), "p99_ms": round(p99, 2),
+        "server_cpu_ms_per_exec": round(cpu_ms, 3), "idle_p50_ms": round(idle_p50, 2),
+        "idle_p99_ms": round(idle_p99, 2), "median_ms": round(statistics.median(latencies) * 1000, 2),
+    }))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
