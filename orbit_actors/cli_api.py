@@ -157,7 +157,8 @@ def _start_execution(client: Client, args: argparse.Namespace) -> int:
         detail = client.describe(execution_id)
         print(f"{execution_id}: {final['status']}")
         shown = detail["output"] if final["status"] == "completed" else detail["error"]
-        print(json.dumps(shown, indent=2))
+        if shown is not None:
+            print(json.dumps(shown, indent=2))
     return 0 if final["status"] == "completed" else 1
 
 

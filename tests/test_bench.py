@@ -25,3 +25,15 @@ def test_bench_core_prints_its_json_line() -> None:
         "events_per_s_fanout1000",
         "cost_ratio_10000_vs_100",
     }
+
+
+def test_bench_e2e_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "e2e.py"), "--executions", "30", "--in-flight", "5",
+         "--idle", "3"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"exec_per_s", "p50_ms", "p99_ms", "server_cpu_ms_per_exec", "idle_p50_ms",
+            "idle_p99_ms"} <= set(line)  # fmt: skip

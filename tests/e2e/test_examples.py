@@ -105,3 +105,16 @@ def test_the_webhook_example_posts_through_the_builtin_http_adapter(
         httpd.shutdown()
     assert output["status"] == 200
     assert output["echoed"] == {"event": {"kind": "ping"}, "sent_by": "orbit"}
+
+
+def test_one_command_runs_an_example_for_real(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "run.py"), "invoice"], capture_output=True, text=True,
+        cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert ": completed" in result.stdout and "WorkflowCompleted" in result.stdout
+    assert (tmp_path / ".orbit" / "examples.db").exists()
