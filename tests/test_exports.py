@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import orbit_actors
-from orbit_actors import decide, history, ir
+from orbit_actors import decide, history, ir, server, worker
 
 
 def test_the_package_exports() -> None:
     assert sorted(orbit_actors.__all__) == sorted(
         [
+            "ApiError",
+            "Client",
+            "TaskContext",
+            "TaskFailed",
+            "Worker",
             "CompiledDefinition",
             "DefinitionError",
             "OrbitError",
@@ -21,6 +26,6 @@ def test_the_package_exports() -> None:
 
 
 def test_every_export_exists() -> None:
-    for module in (orbit_actors, ir, history, decide):
+    for module in (orbit_actors, ir, history, decide, server, worker):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"

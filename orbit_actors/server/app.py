@@ -92,8 +92,12 @@ def create_app(state: AppState, max_request_bytes: int) -> Quart:
 
 def _http_error(exc: HTTPException) -> Response:
     status = exc.code or 500
-    if status == 413:
-        return error_response(PayloadTooLargeError("the request body is over the server's limit"))
+    if status == 413:  # the body was not read: the connection cannot carry another request
+        response = error_response(
+            PayloadTooLargeError("the request body is over the server's limit")
+        )
+        response.headers["Connection"] = "close"
+        return response
     code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(status, "INVALID_REQUEST")
     message = {
         404: f"no such endpoint: {request.path}",
