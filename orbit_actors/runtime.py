@@ -277,8 +277,13 @@ class Runtime:
         if waiter is None:
             waiter = self._waiters[execution_id] = _Waiter()  # before reading: no gap
         if execution_id not in self.supervisor.registry:  # a live actor has not finished
-            row = await self._row_or_404(execution_id)
+            try:
+                row = await self._row_or_404(execution_id)
+            except ExecutionNotFoundError:
+                self._drop_waiter(execution_id, waiter)
+                raise
             if row.status != "running":
+                self._drop_waiter(execution_id, waiter)
                 return row
         with trio.move_on_after(timeout):
             await waiter.done.wait()
@@ -289,6 +294,11 @@ class Runtime:
         if waiter.row.run > 1:  # the stored row keeps the first run's start time
             return await self._row_or_404(execution_id)
         return waiter.row
+
+    def _drop_waiter(self, execution_id: str, waiter: _Waiter) -> None:
+        """Forget a waiter of an execution that will never finish here (unknown or ended)."""
+        if self._waiters.get(execution_id) is waiter:
+            del self._waiters[execution_id]
 
     async def resume(self, execution_id: str) -> dict[str, Any]:
         """Respawn a quarantined execution from its history."""

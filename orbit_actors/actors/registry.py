@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
+
+import trio
 
 from ..errors import DefinitionConflictError, WorkflowNotFoundError
 from ..ir import CompiledDefinition, compile_ir, compile_source
@@ -41,9 +44,10 @@ class DefinitionRegistry:
         DefinitionConflictError."""
         resolve = self.child_hash
         if isinstance(source, str):
-            compiled = compile_source(source, resolve_child=resolve, require_children=True)
+            work = partial(compile_source, source, resolve_child=resolve, require_children=True)
         else:
-            compiled = compile_ir(source, resolve_child=resolve, require_children=True)
+            work = partial(compile_ir, source, resolve_child=resolve, require_children=True)
+        compiled = await trio.to_thread.run_sync(work)  # a large definition must not stall actors
         ir = json.dumps(compiled.ir.to_ir_dict(), sort_keys=True)
         record = DefinitionRecord(
             compiled.name, compiled.version, compiled.definition_hash, ir, now_ms

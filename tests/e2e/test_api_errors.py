@@ -323,6 +323,13 @@ def test_an_unknown_token_on_the_http_fallback_is_not_accepted(api: httpx.Client
     error(api.post("/v1/tasks/abc@ghost/fail", json={"error": {}}), 400, "INVALID_REQUEST")
 
 
+def test_a_body_nobody_reads_does_not_corrupt_the_next_request(api: httpx.Client) -> None:
+    for _ in range(3):
+        assert api.request("GET", "/v1/executions", content=b'{"x": 1}').status_code == 200
+        error(api.request("POST", "/v1/nothing", content=b"abc"), 404, "NOT_FOUND")
+    assert api.get("/healthz").status_code == 200
+
+
 def test_unknown_paths_and_methods_are_json_errors(api: httpx.Client) -> None:
     error(api.get("/v1/nothing"), 404, "NOT_FOUND")
     assert api.delete("/v1/executions").json()["error"]["code"] == "METHOD_NOT_ALLOWED"

@@ -100,6 +100,18 @@ async def test_wait_times_out(runtime: Runtime, autojump_clock: MockClock) -> No
         await runtime.wait("e", 30)
 
 
+async def test_waiting_on_an_unknown_or_finished_execution_keeps_no_waiter(
+    runtime: Runtime, autojump_clock: MockClock
+) -> None:
+    await runtime.register_definition(APPROVAL)
+    await runtime.start("wf", execution_id="e")
+    await runtime.cancel("e")
+    assert (await runtime.wait("e", 1)).status == "cancelled"
+    with pytest.raises(ExecutionNotFoundError):
+        await runtime.wait("nobody", 1)
+    assert runtime._waiters == {}
+
+
 async def test_the_active_limit_counts_only_executions_without_a_parent(
     autojump_clock: MockClock,
 ) -> None:
