@@ -344,6 +344,23 @@ class Runtime:
             })  # fmt: skip
         return out
 
+    def gauges(self) -> dict[str, float]:
+        """The runtime's counters and gauges, by metric name (``/metrics`` shows them)."""
+        store = self.store.statistics()
+        sessions = self.sessions.sessions.values()
+        return {
+            "orbit_active_executions": len(self.supervisor.registry),
+            "orbit_active_root_executions": len(self._roots),
+            "orbit_quarantined_executions": len(self.supervisor.quarantined),
+            "orbit_actor_restarts_total": self.supervisor.stats.restarts,
+            "orbit_actor_quarantines_total": self.supervisor.stats.quarantines,
+            "orbit_workers_connected": sum(1 for s in sessions if s.connection is not None),
+            "orbit_worker_sessions": len(self.sessions.sessions),
+            "orbit_store_commits_total": store.commits,
+            "orbit_store_batches_total": store.batches,
+            "orbit_store_events_total": store.events,
+        }
+
     # -- recovery ---------------------------------------------------------------------------
     async def recover(self) -> None:
         """Respawn every non-terminal execution from its history."""

@@ -256,6 +256,7 @@ class Connection:
         self.send = send
         self.close = close
         self.session: WorkerSession | None = None
+        self.ever_registered = False
 
     async def handle(self, message: wire.WorkerMessage) -> None:
         """Answer one decoded message."""
@@ -300,6 +301,7 @@ class Connection:
             return
         session, resumed, warnings = self._open(message)
         self.session = session
+        self.ever_registered = True
         session.connection = self  # before any await: the liveness timer must see it connected
         self.manager.seen(session)
         host = self.manager.host

@@ -56,9 +56,24 @@ def create_app(state: AppState, max_request_bytes: int) -> Quart:
     for endpoint in ENDPOINTS:
         _add_route(app, state, endpoint)
 
+    @app.before_request
+    async def read_the_body() -> None:
+        # a body nobody reads (a GET with a body, an unknown path) would stall the next request
+        # on the same keep-alive connection; read it here, within the request limit
+        if request.content_length or "chunked" in request.headers.get("Transfer-Encoding", ""):
+            await request.get_data()
+
     @app.get("/v1/openapi.json")
     async def openapi() -> Response:
         return Response(openapi_text, content_type="application/json")
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        runtime = state.runtime
+        lines = [f"orbit_ready {0 if runtime is None else 1}"]
+        if runtime is not None:
+            lines += [f"{name} {value}" for name, value in runtime.gauges().items()]
+        return Response("\n".join(lines) + "\n", content_type="text/plain; version=0.0.4")
 
     @app.get("/healthz")
     async def healthz() -> Response:

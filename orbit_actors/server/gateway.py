@@ -65,6 +65,7 @@ async def serve_connection(runtime: Runtime, socket: Socket) -> None:
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_write, socket, outbox_receive, nursery.cancel_scope)
+            nursery.start_soon(_register_in_time, connection, runtime.sessions.timeout_ms, close)
             while True:
                 frame = await socket.receive()
                 sent_error = False
@@ -91,6 +92,14 @@ def _decode(frame: str | bytes, send: Any) -> wire.WorkerMessage | None:
     except wire.WireError as exc:
         send(wire.ErrorMessage(code=exc.code, message=exc.message, ref=exc.ref))
         return None
+
+
+async def _register_in_time(connection: Connection, timeout_ms: int, close: Any) -> None:
+    """A connection that does not register within the session timeout is closed (1008): an
+    idle socket must not hold server resources forever."""
+    await trio.sleep(timeout_ms / 1000)
+    if connection.session is None and not connection.ever_registered:
+        close(1008, "no register within the session timeout")
 
 
 async def _handle_result(

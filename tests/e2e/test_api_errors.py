@@ -338,3 +338,9 @@ def test_unknown_paths_and_methods_are_json_errors(api: httpx.Client) -> None:
 def test_health_and_readiness(api: httpx.Client) -> None:
     assert api.get("/healthz").json() == {"status": "ok"}
     assert api.get("/readyz").json() == {"status": "ready"}
+
+
+def test_metrics_are_prometheus_text(api: httpx.Client) -> None:
+    finished_quick(api)
+    lines = dict(line.split(" ") for line in api.get("/metrics").text.strip().splitlines())
+    assert lines["orbit_ready"] == "1" and int(lines["orbit_store_commits_total"]) > 0

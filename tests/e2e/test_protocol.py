@@ -282,3 +282,42 @@ async def test_the_http_fallback_completes_a_pushed_task(proto_server: ServerPro
         )
         assert failed.json()["accepted"] is False
         await p.ask({"type": "unregister"}, "unregistered")
+
+
+async def test_a_connection_that_never_registers_is_closed_after_the_session_timeout(
+    proto_server: ServerProcess,
+) -> None:
+    async with peer(proto_server) as silent:
+        with pytest.raises(ConnectionClosed) as closed:
+            await silent.receive(within=15)
+        assert closed.value.reason is not None and closed.value.reason.code == 1008
+
+
+async def test_a_flood_of_idle_and_garbage_connections_does_not_stall_a_worker(
+    proto_server: ServerProcess,
+) -> None:
+    async with trio.open_nursery() as flood:
+        opened = trio.Semaphore(0)
+
+        async def idle_connection(garbage: bool) -> None:
+            async with peer(proto_server) as p:
+                opened.release()
+                if garbage:
+                    for _ in range(5):
+                        await p.send(b"\xff" * 100)
+                await trio.sleep_forever()
+
+        for index in range(150):
+            flood.start_soon(idle_connection, index % 3 == 0)
+        for _ in range(150):
+            await opened.acquire()
+        async with peer(proto_server) as worker:
+            await worker.register("amid-flood")
+            start_three(proto_server)
+            for _ in range(3):
+                task = await worker.receive("task")
+                await worker.ask(
+                    {"type": "complete", "token": task["token"], "output": {"n": 1}}, "ack"
+                )
+            await worker.ask({"type": "unregister"}, "unregistered")
+        flood.cancel_scope.cancel()
