@@ -48,6 +48,11 @@ def server_options(args: argparse.Namespace) -> Any:
         heartbeat = parse_duration(args.heartbeat_interval)
     except ValueError as exc:
         raise InvalidRequestError(str(exc)) from None
+    host, _, port = args.bind.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise InvalidRequestError(
+            f"--bind takes HOST:PORT (like 127.0.0.1:7233), not {args.bind!r}"
+        )
     runtime = RuntimeConfig(
         limits=ServerLimits(args.max_fan_out, args.max_history_events, args.max_payload_bytes),
         max_active_executions=args.max_active_executions,
@@ -80,17 +85,26 @@ def run_server(args: argparse.Namespace) -> int:
 
 
 def _run(main: Any) -> int:
+    """Run ``main``; a database Orbit cannot open or an address it cannot bind is one line."""
     from .store import StoreOpenError
 
+    problems: list[str] = []
     try:
         trio.run(main)
-    except StoreOpenError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: cannot serve: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    return 0
+    except* StoreOpenError as group:
+        problems += [str(exc) for exc in _leaves(group)]
+    except* OSError as group:
+        problems += [f"cannot serve: {exc.strerror or exc}" for exc in _leaves(group)]
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found += _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return found
 
 
 def run_dev(args: argparse.Namespace) -> int:

@@ -81,3 +81,16 @@ def test_an_unreachable_server_is_one_line(tmp_path: Path) -> None:
         env={"ORBIT_URL": "http://127.0.0.1:1", "PATH": "/usr/bin:/bin"}, cwd=ROOT, timeout=60,
     )  # fmt: skip
     assert result.returncode == 1 and result.stderr.startswith("error: UNAVAILABLE: cannot reach")
+
+
+def test_a_server_that_cannot_bind_says_so_in_one_line(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    for bind, message in ((f"127.0.0.1:{server.port}", "error: cannot serve: Address already in use"),
+                          ("nonsense", "error: --bind takes HOST:PORT")):  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "orbit_actors.cli", "server", "--db", str(tmp_path / "x.db"),
+             "--bind", bind], capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 1 and result.stderr.startswith(message), result.stderr
+        assert "Traceback" not in result.stderr
