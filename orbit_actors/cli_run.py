@@ -94,7 +94,9 @@ def _run(main: Any) -> int:
     except* StoreOpenError as group:
         problems += [str(exc) for exc in _leaves(group)]
     except* OSError as group:
-        problems += [f"cannot serve: {exc.strerror or exc}" for exc in _leaves(group)]
+        problems += [
+            f"cannot serve: {getattr(exc, 'strerror', None) or exc}" for exc in _leaves(group)
+        ]
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return 1 if problems else 0
