@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import trio
 
 from ..actors.sessions import Connection
+from ..errors import OrbitError
 from ..runtime import Runtime
 from ..wire import messages as wire
 
@@ -74,7 +75,7 @@ async def serve_connection(runtime: Runtime, socket: Socket) -> None:
                     await results.acquire()
                     nursery.start_soon(_handle_result, connection, message, results)
                 elif message is not None:
-                    await connection.handle(message)
+                    await _handle(connection, message, send)
                 errors_in_row = errors_in_row + 1 if sent_error else 0
                 if errors_in_row >= MAX_PROTOCOL_ERRORS:
                     close(1008, f"{MAX_PROTOCOL_ERRORS} protocol errors in a row")
@@ -102,11 +103,22 @@ async def _register_in_time(connection: Connection, timeout_ms: int, close: Any)
         close(1008, "no register within the session timeout")
 
 
+async def _handle(connection: Connection, message: wire.WorkerMessage, send: Any) -> None:
+    """Handle one message; a refusal the session layer raises (the store failing, say) is an
+    error frame, never a dropped connection."""
+    try:
+        await connection.handle(message)
+    except OrbitError as exc:
+        if exc.status >= 500:
+            log.error("worker message %s failed: %s %s", message.type, exc.code, exc.message)
+        send(wire.ErrorMessage(code=exc.code, message=exc.message, ref=message.id))
+
+
 async def _handle_result(
     connection: Connection, message: wire.Complete | wire.Fail, results: trio.Semaphore
 ) -> None:
     try:
-        await connection.handle(message)
+        await _handle(connection, message, connection.send)
     finally:
         results.release()
 
