@@ -96,6 +96,7 @@ class ExecutionActor:
             await self.resume()
         else:
             await self._settle(created, create=True)
+            created.clear()  # the caller's frames keep the list for the actor's whole life
         self.started = True
         task_status.started()
         while not self.done:
@@ -114,10 +115,11 @@ class ExecutionActor:
         except trio.WouldBlock:
             pass
         wake = next_wakeup(self.state, self.definition)
-        if wake is not None and wake <= self.host.clock.now_ms():
+        if wake is None:  # nothing to wake up for: no cancel scope to keep while waiting
+            return await self.mailbox.receive()
+        if wake <= self.host.clock.now_ms():
             return None
-        deadline = self.host.clock.deadline(wake) if wake is not None else float("inf")
-        with trio.move_on_at(deadline):
+        with trio.move_on_at(self.host.clock.deadline(wake)):
             return await self.mailbox.receive()
         return None
 

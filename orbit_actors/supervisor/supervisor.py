@@ -78,7 +78,9 @@ class Supervisor:
     def spawn(self, state: ExecutionState, definition: CompiledDefinition) -> Mailbox[Command]:
         """Start an actor for ``state`` under supervision; returns its mailbox."""
         mailbox = self._register(state)
-        self._nursery.start_soon(self._supervise, state, definition, mailbox)
+        self._nursery.start_soon(
+            self._supervise, state, definition, mailbox, None, _Started(), name=_ACTOR
+        )
         return mailbox
 
     async def create(
@@ -89,19 +91,26 @@ class Supervisor:
         that commit fails (a taken id: :class:`AlreadyStored`, or a storage error) nothing was
         stored, the actor is gone and the error is raised here."""
         mailbox = self._register(state)
-        try:
-            await self._nursery.start(self._supervise, state, definition, mailbox, created)
-        except BaseException:
+        started = _Started()
+        self._nursery.start_soon(
+            self._supervise, state, definition, mailbox, created, started, name=_ACTOR
+        )
+        await started.wait()
+        if started.error is not None:
             if self.registry.get(state.execution_id) is mailbox:
                 del self.registry[state.execution_id]
             mailbox.close("never started")
-            raise
+            raise started.error
 
     async def recover(self, state: ExecutionState, definition: CompiledDefinition) -> None:
         """Start an actor and return once it has picked up what its history holds in flight
         (tokens re-adopted, ready units queued, timers due caught up)."""
         mailbox = self._register(state)
-        await self._nursery.start(self._supervise, state, definition, mailbox)
+        started = _Started()
+        self._nursery.start_soon(
+            self._supervise, state, definition, mailbox, None, started, name=_ACTOR
+        )
+        await started.wait()
 
     def _register(self, state: ExecutionState) -> Mailbox[Command]:
         mailbox: Mailbox[Command] = Mailbox(f"execution `{state.execution_id}`", self._capacity)
@@ -122,19 +131,20 @@ class Supervisor:
         state: ExecutionState,
         definition: CompiledDefinition,
         mailbox: Mailbox[Command],
-        created: list[Event] | None = None,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        created: list[Event] | None,
+        status: _Started,
     ) -> None:
+        # start_soon and an event rather than nursery.start: a task begun with start() keeps the
+        # cancel status of its starting scope for its whole life, and actors live long
         execution_id = state.execution_id
-        status: trio.TaskStatus[None] = task_status
         while True:
             actor = ExecutionActor(self._host, definition, state, mailbox, self._instance_id)
             try:
                 await actor.run(created, task_status=status)
             except Exception as exc:
                 if created is not None and not actor.started:
-                    raise  # nothing is stored: there is nothing to respawn
+                    status.fail(exc)  # nothing is stored: there is nothing to respawn
+                    return
                 log.exception("execution %s crashed", execution_id)
                 if actor.current is not None and actor.current.reply is not None:
                     actor.current.reply.fail(
@@ -142,12 +152,9 @@ class Supervisor:
                     )
                 if self._spent(execution_id):
                     self._quarantine(execution_id, mailbox, exc)
-                    if not actor.started:
-                        status.started()
+                    status.started()
                     return
                 self.stats.restarts += 1
-                if actor.started:
-                    status = trio.TASK_STATUS_IGNORED
                 created = None
                 state, definition = await self._load(execution_id)
                 continue
@@ -176,6 +183,34 @@ class Supervisor:
             del self.registry[execution_id]
         mailbox.close("finished")
         self._on_gone(execution_id)
+
+
+_ACTOR = "orbit.execution-actor"  # one shared task name (trio would build a string per task)
+
+
+class _Started:
+    """The "started" signal of an actor's first step, given in place of a ``TaskStatus``:
+    set once (a later call does nothing), with the error when a new execution never started."""
+
+    __slots__ = ("_event", "error")
+
+    def __init__(self) -> None:
+        self._event: trio.Event | None = trio.Event()
+        self.error: BaseException | None = None
+
+    def started(self, value: None = None) -> None:
+        if self._event is not None:
+            self._event.set()
+            self._event = None  # a long-lived actor keeps this object: keep it small
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self.started()
+
+    async def wait(self) -> None:
+        event = self._event
+        if event is not None:
+            await event.wait()
 
 
 def _quarantined_message(execution_id: str, error: str) -> str:
