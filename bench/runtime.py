@@ -18,7 +18,7 @@ from pathlib import Path
 
 import trio
 
-from orbit_actors.runtime import Runtime, RuntimeConfig, open_runtime
+from orbit_actors.runtime import Runtime, RuntimeConfig, open_runtime, tune_gc
 from orbit_actors.store import open_sqlite_store
 from orbit_actors.testing import FakeWorker
 
@@ -101,6 +101,7 @@ async def main(quick: bool, folder: Path) -> None:
         open_runtime(store, config) as runtime,
     ):
         await runtime.register_definition(THREE)
+        tune_gc()  # as the server does
         worker = FakeWorker(runtime, "bench", [("t", "1")], concurrency=10_000)
         async with trio.open_nursery() as nursery:
             await nursery.start(worker.serve)

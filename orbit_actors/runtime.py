@@ -7,6 +7,7 @@ server exposes. Every operation raises an :class:`~orbit_actors.errors.OrbitErro
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import secrets
 import uuid
@@ -79,6 +80,18 @@ class RuntimeConfig:
     enable_http_adapter: bool = False
     restart_intensity: RestartIntensity = field(default_factory=RestartIntensity)
     mailbox_capacity: int = 1024
+
+
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
+def tune_gc() -> None:
+    """Collect the young generation every 100,000 allocations instead of 700. Every execution
+    allocates many short-lived objects (events, decisions), and with CPython's defaults the
+    cyclic collector kept rescanning thousands of live actors: bench/e2e.py measured 6.9 ms of
+    server CPU per execution before and 4.9 ms after. For the process that runs a runtime: the
+    server calls it; a program embedding a runtime may."""
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 @asynccontextmanager
@@ -571,4 +584,4 @@ class Runtime:
         return row
 
 
-__all__ = ["Runtime", "RuntimeConfig", "open_runtime", "summary"]
+__all__ = ["Runtime", "RuntimeConfig", "open_runtime", "summary", "tune_gc"]

@@ -21,7 +21,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
-from ..runtime import RuntimeConfig, open_runtime
+from ..runtime import RuntimeConfig, open_runtime, tune_gc
 from ..store.sqlite import open_sqlite_store
 from .app import AppState, create_app
 
@@ -66,6 +66,7 @@ async def serve(
     ):
         urls: list[str] = await nursery.start(_serve_http, app, config, stop, http_done)
         async with open_runtime(store, options.runtime) as runtime:
+            tune_gc()
             state.runtime = runtime
             log.info("ready on %s (database %s)", ", ".join(urls), options.db)
             on_ready(urls)
