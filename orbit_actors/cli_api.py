@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -73,6 +74,7 @@ def _command(commands: Any, name: str, help: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=help)
     parser.add_argument("--url", help="the server (default $ORBIT_URL or http://127.0.0.1:7233)")
     parser.add_argument("--token", help="the admin token (default $ORBIT_TOKEN)")
+    parser.add_argument("--cacert", help="trust this CA file for https (default $ORBIT_CA_FILE)")
     parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
     return parser
 
@@ -80,7 +82,8 @@ def _command(commands: Any, name: str, help: str) -> argparse.ArgumentParser:
 def run_api_command(args: argparse.Namespace) -> int:
     """Run an API command; an API refusal is one line on stderr and exit 1."""
     try:
-        with Client(args.url, token=args.token) as client:
+        verify = args.cacert or os.environ.get("ORBIT_CA_FILE") or True
+        with Client(args.url, token=args.token, verify=verify) as client:
             code: int = args.api(client, args)
             return code
     except ApiError as exc:

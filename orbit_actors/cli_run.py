@@ -37,6 +37,21 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--synchronous", choices=["full", "normal"], default="full",
                         help="SQLite durability: full survives power loss (default)")  # fmt: skip
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    auth = parser.add_argument_group("authentication and TLS")
+    auth.add_argument("--admin-token", help="the API's bearer token (or $ORBIT_ADMIN_TOKEN)")
+    auth.add_argument("--admin-token-file", type=Path, help="read the admin token from a file")
+    auth.add_argument(
+        "--worker-token", action="append", default=[], metavar="[WORKER_ID=]TOKEN",
+        help="a worker token, bound to WORKER_ID when given (repeatable)",
+    )  # fmt: skip
+    auth.add_argument(
+        "--worker-tokens-file", type=Path,
+        help="worker tokens, one [WORKER_ID=]TOKEN per line (kept out of ps)",
+    )  # fmt: skip
+    auth.add_argument("--insecure", action="store_true",
+                      help="listen beyond loopback without both tokens")  # fmt: skip
+    auth.add_argument("--certfile", type=Path, help="serve TLS with this certificate (PEM)")
+    auth.add_argument("--keyfile", type=Path, help="the certificate's private key (PEM)")
 
 
 def server_options(args: argparse.Namespace) -> Any:
@@ -60,7 +75,29 @@ def server_options(args: argparse.Namespace) -> Any:
         session_timeout_ms=session_timeout,
         enable_http_adapter=args.enable_http_adapter,
     )
-    return ServerOptions(db=args.db, bind=args.bind, synchronous=args.synchronous, runtime=runtime)
+    if (args.certfile is None) != (args.keyfile is None):
+        raise InvalidRequestError("TLS needs both --certfile and --keyfile")
+    return ServerOptions(
+        db=args.db, bind=args.bind, synchronous=args.synchronous, runtime=runtime,
+        credentials=_credentials(args), insecure=args.insecure, certfile=args.certfile,
+        keyfile=args.keyfile,
+    )  # fmt: skip
+
+
+def _credentials(args: argparse.Namespace) -> Any:
+    from .server.auth import Credentials, parse_worker_token, read_token_file
+
+    admin = args.admin_token or os.environ.get("ORBIT_ADMIN_TOKEN")
+    if args.admin_token_file is not None:
+        lines = read_token_file(args.admin_token_file)
+        if len(lines) != 1:
+            raise InvalidRequestError(f"{args.admin_token_file} must hold exactly one token")
+        admin = lines[0]
+    worker_lines = list(args.worker_token)
+    if args.worker_tokens_file is not None:
+        worker_lines += read_token_file(args.worker_tokens_file)
+    workers = tuple(parse_worker_token(line) for line in worker_lines)
+    return Credentials(admin_token=admin or None, worker_tokens=workers)
 
 
 def _configure_logging(level: str) -> None:

@@ -336,9 +336,12 @@ class Runtime:
         return ack
 
     # -- workers ---------------------------------------------------------------------------
-    def connect(self, send: Send, close: Any = None) -> Connection:
-        """A worker connection; the gateway feeds it decoded messages."""
-        return self.sessions.connect(send, close)
+    def connect(
+        self, send: Send, close: Any = None, bound_worker_id: str | None = None
+    ) -> Connection:
+        """A worker connection; the gateway feeds it decoded messages. ``bound_worker_id`` is
+        the worker its credentials name, if they name one."""
+        return self.sessions.connect(send, close, bound_worker_id)
 
     async def workers(self) -> list[dict[str, Any]]:
         """Every worker ever registered, with its live sessions and tasks in flight."""

@@ -106,9 +106,14 @@ class SessionManager:
         self._pending_uncertain: dict[str, tuple[float, str]] = {}  # token -> (due, reason)
         self._next_wake = 0.0  # when the liveness timer looks next
 
-    def connect(self, send: Send, close: Close | None = None) -> Connection:
-        """A new connection; feed it every decoded message."""
-        return Connection(self, send, close or (lambda code, reason: None))
+    def connect(
+        self, send: Send, close: Close | None = None, bound_worker_id: str | None = None
+    ) -> Connection:
+        """A new connection; feed it every decoded message. ``bound_worker_id``: the worker
+        its credentials name; it may register as no other."""
+        connection = Connection(self, send, close or (lambda code, reason: None))
+        connection.bound_worker_id = bound_worker_id
+        return connection
 
     # -- tokens ---------------------------------------------------------------------------
     def hold(
@@ -257,6 +262,7 @@ class Connection:
         self.close = close
         self.session: WorkerSession | None = None
         self.ever_registered = False
+        self.bound_worker_id: str | None = None
 
     async def handle(self, message: wire.WorkerMessage) -> None:
         """Answer one decoded message."""
@@ -298,6 +304,15 @@ class Connection:
         refusal = _refusal(message)
         if refusal is not None:
             self._error(*refusal, message.id)
+            return
+        bound = self.bound_worker_id
+        if bound is not None and message.worker_id != bound:
+            self._error(
+                "FORBIDDEN",
+                f"this worker token is bound to worker `{bound}`; "
+                f"it cannot register as `{message.worker_id}`",
+                message.id,
+            )
             return
         session, resumed, warnings = self._open(message)
         self.session = session

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -19,9 +19,15 @@ from quart import Quart, Response, request, websocket
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
-from ..errors import InvalidRequestError, OrbitError, PayloadTooLargeError
+from ..errors import (
+    InvalidRequestError,
+    OrbitError,
+    PayloadTooLargeError,
+    UnauthenticatedError,
+)
 from ..runtime import Runtime
 from .api import ENDPOINTS, Call, Endpoint
+from .auth import Credentials
 from .gateway import serve_connection
 from .openapi import openapi_document
 
@@ -34,6 +40,7 @@ class AppState:
 
     runtime: Runtime | None = None
     draining: bool = False
+    credentials: Credentials = field(default_factory=Credentials)
 
 
 def json_response(status: int, body: Any) -> Response:
@@ -55,6 +62,11 @@ def create_app(state: AppState, max_request_bytes: int) -> Quart:
     openapi_text = json.dumps(openapi_document())
     for endpoint in ENDPOINTS:
         _add_route(app, state, endpoint)
+
+    @app.before_request
+    async def authenticate() -> Response | None:
+        refused = _refusal(state.credentials, request.path, request.headers.get("Authorization"))
+        return error_response(refused) if refused is not None else None
 
     @app.before_request
     async def read_the_body() -> None:
@@ -86,12 +98,16 @@ def create_app(state: AppState, max_request_bytes: int) -> Quart:
         return json_response(200, {"status": "ready"})
 
     @app.websocket("/v1/workers/connect")
-    async def connect() -> None:
+    async def connect() -> Response | None:
+        worker = state.credentials.worker(websocket.headers.get("Authorization"))
+        if worker is None:  # refused in the handshake: HTTP 401, no socket
+            return error_response(UnauthenticatedError(_WORKER_TOKEN_NEEDED))
         runtime = state.runtime
         if runtime is None or state.draining:
             await websocket.close(1013, "the server is not ready; try again shortly")
-            return
-        await serve_connection(runtime, websocket)
+            return None
+        await serve_connection(runtime, websocket, worker.worker_id)
+        return None
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> Response:
@@ -103,6 +119,31 @@ def create_app(state: AppState, max_request_bytes: int) -> Quart:
         return json_response(500, {"error": {"code": "INTERNAL", "message": "internal error"}})
 
     return app
+
+
+_ADMIN_TOKEN_NEEDED = "a valid admin token is required: send `Authorization: Bearer <admin token>`"
+_WORKER_TOKEN_NEEDED = (
+    "a valid worker token is required: send `Authorization: Bearer <worker token>`"
+)
+_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+
+
+def _is_worker_path(path: str) -> bool:
+    return path == "/v1/workers/connect" or path.startswith("/v1/tasks/")
+
+
+def _refusal(credentials: Credentials, path: str, authorization: str | None) -> OrbitError | None:
+    """401 UNAUTHENTICATED when the path needs a token the request does not carry; checked
+    before routing, so a wrong token never learns whether anything exists."""
+    if path in _OPEN_PATHS:
+        return None
+    if _is_worker_path(path):
+        if credentials.worker(authorization) is None:
+            return UnauthenticatedError(_WORKER_TOKEN_NEEDED)
+        return None
+    if not credentials.is_admin(authorization):
+        return UnauthenticatedError(_ADMIN_TOKEN_NEEDED)
+    return None
 
 
 def _http_error(exc: HTTPException) -> Response:
@@ -132,6 +173,9 @@ def _add_route(app: Quart, state: AppState, endpoint: Endpoint) -> None:
             )
         try:
             call = Call(runtime, params, content_type=request.content_type or "")
+            if _is_worker_path(request.path):
+                worker = state.credentials.worker(request.headers.get("Authorization"))
+                call.worker_id = worker.worker_id if worker is not None else None
             call.query = _validated(endpoint.query, dict(request.args), "query")
             if endpoint.raw_body:
                 call.body = await _text_body()

@@ -43,7 +43,9 @@ class _Close:
         self.reason = reason
 
 
-async def serve_connection(runtime: Runtime, socket: Socket) -> None:
+async def serve_connection(
+    runtime: Runtime, socket: Socket, bound_worker_id: str | None = None
+) -> None:
     """Serve one worker connection until it closes (either side); frames over the size limit
     are refused by hypercorn (1009) before they reach here."""
     await socket.accept()
@@ -61,7 +63,7 @@ async def serve_connection(runtime: Runtime, socket: Socket) -> None:
     def close(code: int, reason: str) -> None:
         outbox_send.send_nowait(_Close(code, reason))
 
-    connection = runtime.connect(send, close)
+    connection = runtime.connect(send, close, bound_worker_id)
     results = trio.Semaphore(MAX_RESULTS_IN_FLIGHT)
     try:
         async with trio.open_nursery() as nursery:

@@ -10,6 +10,7 @@ closes the runtime, whose commits in flight complete before the store closes.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import signal
 from collections.abc import Callable
@@ -21,9 +22,11 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
+from ..errors import InvalidRequestError
 from ..runtime import RuntimeConfig, open_runtime, tune_gc
 from ..store.sqlite import open_sqlite_store
 from .app import AppState, create_app
+from .auth import Credentials
 
 log = logging.getLogger("orbit.server")
 
@@ -40,6 +43,10 @@ class ServerOptions:
     synchronous: Literal["full", "normal"] = "full"
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
     graceful_timeout: float = 5.0
+    credentials: Credentials = field(default_factory=Credentials)
+    insecure: bool = False  # listen beyond loopback without both kinds of token
+    certfile: Path | None = None
+    keyfile: Path | None = None
 
     @property
     def max_message_bytes(self) -> int:
@@ -55,7 +62,8 @@ async def serve(
 ) -> None:
     """Serve until SIGTERM/SIGINT (or cancellation); ``on_ready`` gets the bound URLs once the
     runtime has recovered."""
-    state = AppState()
+    check_exposure(options)
+    state = AppState(credentials=options.credentials)
     app = create_app(state, options.max_message_bytes)
     config = _hypercorn_config(options)
     stop = trio.Event()
@@ -97,6 +105,34 @@ async def _until_signal() -> None:
             return
 
 
+def is_loopback(bind: str) -> bool:
+    """True for an address only this machine can reach."""
+    host = bind.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def check_exposure(options: ServerOptions) -> None:
+    """Refuse to listen beyond loopback without an admin token and a worker token, unless
+    ``insecure`` says the risk is accepted."""
+    if is_loopback(options.bind) or options.insecure:
+        return
+    missing = [flag for flag, present in (
+        ("--admin-token", options.credentials.admin_required),
+        ("--worker-token", options.credentials.workers_required),
+    ) if not present]  # fmt: skip
+    if missing:
+        raise InvalidRequestError(
+            f"refusing to listen on {options.bind} without {' and '.join(missing)}: anyone who "
+            "can reach it could start, read and cancel workflows or act as a worker; set "
+            f"{' and '.join(missing)}, or pass --insecure to accept the risk"
+        )
+
+
 def _hypercorn_config(options: ServerOptions) -> Config:
     config = Config()
     config.bind = [options.bind]
@@ -105,4 +141,7 @@ def _hypercorn_config(options: ServerOptions) -> Config:
     config.websocket_max_message_size = options.max_message_bytes
     config.graceful_timeout = options.graceful_timeout
     config.keep_alive_timeout = 75
+    if options.certfile is not None:
+        config.certfile = str(options.certfile)
+        config.keyfile = str(options.keyfile) if options.keyfile is not None else None
     return config

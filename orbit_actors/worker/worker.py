@@ -90,6 +90,9 @@ class Worker:
         self.worker_id = worker_id or os.environ.get("ORBIT_WORKER_ID") or _default_worker_id()
         self.concurrency = concurrency
         self.token = token if token is not None else os.environ.get("ORBIT_WORKER_TOKEN")
+        cafile = os.environ.get("ORBIT_CA_FILE")
+        if ssl_context is None and cafile and self.url.startswith("wss:"):
+            ssl_context = ssl.create_default_context(cafile=cafile)
         self.ssl_context = ssl_context
         self.drain_grace = drain_grace
         self.session_id: str | None = None
