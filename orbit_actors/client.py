@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -40,7 +41,8 @@ def _segment(value: str) -> str:
 
 
 class Client:
-    """A synchronous client of one Orbit server (``ORBIT_URL``/``ORBIT_TOKEN`` by default)."""
+    """A synchronous client of one Orbit server (``ORBIT_URL``/``ORBIT_TOKEN`` by default);
+    ``verify`` is a CA file (PEM) to trust, or a bool."""
 
     def __init__(
         self,
@@ -53,9 +55,10 @@ class Client:
         self.url = (url or os.environ.get("ORBIT_URL") or DEFAULT_URL).rstrip("/")
         token = token if token is not None else os.environ.get("ORBIT_TOKEN")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=timeout, verify=verify
+        trust: ssl.SSLContext | bool = (
+            ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
         )
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, verify=trust)
 
     def __enter__(self) -> Client:
         return self

@@ -15,7 +15,7 @@ from typing import IO
 from orbit_actors.client import Client
 
 ROOT = Path(__file__).resolve().parents[2]
-READY = re.compile(r"Orbit is ready on (http://\S+)")
+READY = re.compile(r"Orbit is ready on (https?://\S+)")
 
 
 def _environment(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -65,9 +65,9 @@ class ServerProcess:
         """The worker gateway's base URL."""
         return "ws" + self.url[4:]
 
-    def client(self) -> Client:
+    def client(self, token: str | None = None, verify: str | bool = True) -> Client:
         """An API client of this server."""
-        return Client(self.url, timeout=30)
+        return Client(self.url, timeout=30, token=token, verify=verify)
 
     def kill(self, sig: int = signal.SIGKILL) -> int:
         """Send ``sig`` and wait for the process to end; returns its exit code."""
