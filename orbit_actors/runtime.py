@@ -23,6 +23,7 @@ from .actors.clock import Clock
 from .actors.dispatcher import Dispatcher, Offer
 from .actors.execution import execution_of, new_token
 from .actors.http_runner import HttpRunner
+from .actors.metrics import Metrics, Snapshot
 from .actors.registry import DefinitionRegistry
 from .actors.sessions import Connection, Send, SessionManager, WorkerSession
 from .actors.views import describe, row_of, summary
@@ -124,6 +125,7 @@ class Runtime:
         self._nursery = nursery
         self.definitions = DefinitionRegistry(store)
         self.dispatcher = Dispatcher(self._offer)
+        self.metrics = Metrics(self._snapshot)
         self.sessions = SessionManager(
             self, config.heartbeat_interval_ms, config.session_timeout_ms
         )
@@ -360,22 +362,28 @@ class Runtime:
             })  # fmt: skip
         return out
 
-    def gauges(self) -> dict[str, float]:
-        """The runtime's counters and gauges, by metric name (``/metrics`` shows them)."""
+    def _snapshot(self) -> Snapshot:
+        """What the metrics' gauges show right now."""
         store = self.store.statistics()
         sessions = self.sessions.sessions.values()
-        return {
-            "orbit_active_executions": len(self.supervisor.registry),
-            "orbit_active_root_executions": len(self._roots),
-            "orbit_quarantined_executions": len(self.supervisor.quarantined),
-            "orbit_actor_restarts_total": self.supervisor.stats.restarts,
-            "orbit_actor_quarantines_total": self.supervisor.stats.quarantines,
-            "orbit_workers_connected": sum(1 for s in sessions if s.connection is not None),
-            "orbit_worker_sessions": len(self.sessions.sessions),
-            "orbit_store_commits_total": store.commits,
-            "orbit_store_batches_total": store.batches,
-            "orbit_store_events_total": store.events,
-        }
+        return Snapshot(
+            active_executions=len(self.supervisor.registry),
+            quarantined_executions=len(self.supervisor.quarantined),
+            workers_connected=sum(1 for s in sessions if s.connection is not None),
+            worker_sessions=len(self.sessions.sessions),
+            queue_depth=self.dispatcher.statistics(),
+            actor_restarts=self.supervisor.stats.restarts,
+            quarantines=self.supervisor.stats.quarantines,
+            store_commits=store.commits,
+            store_batches=store.batches,
+            store_events=store.events,
+            store_largest_batch=store.largest_batch,
+        )
+
+    def committed(self, state: ExecutionState, events: list[Event], seconds: float) -> None:
+        """A batch became durable: count it."""
+        self.metrics.observe(state, events)
+        self.metrics.commit_seconds.observe(seconds)
 
     # -- recovery ---------------------------------------------------------------------------
     async def recover(self) -> None:

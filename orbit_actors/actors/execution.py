@@ -211,10 +211,7 @@ class ExecutionActor:
             return batch
         claimed = self._claim_free_workers(batch)
         try:
-            if create:
-                await self.host.store.commit(Commit(row_of(state), batch, create=True))
-            else:
-                await self._commit(Commit(row_of(state), batch))
+            await self._commit(Commit(row_of(state), batch, create=create))
         except (StorageError, AlreadyStored):
             for session_id, task in claimed:
                 self.host.release_offer(session_id, task.token)
@@ -259,11 +256,14 @@ class ExecutionActor:
         return claimed
 
     async def _commit(self, commit: Commit) -> None:
+        began = trio.current_time()
         try:
             await self.host.store.commit(commit)
         except StorageError:
-            await self._reload()
+            if not commit.create:  # a new execution has no durable history to go back to
+                await self._reload()
             raise
+        self.host.committed(self.state, commit.events, trio.current_time() - began)
 
     async def _reload(self) -> None:
         """Memory goes back to what is durable (the commit rule)."""

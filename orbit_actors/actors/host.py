@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..decide.invocation import ChildInvocation, HttpInvocation, TaskInvocation
+from ..history.events import Event
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..store.base import Store
@@ -58,6 +59,10 @@ class ExecutionHost(Protocol):
 
     def run_http(self, execution_id: str, token: str, invocation: HttpInvocation) -> None:
         """Run a dispatched built-in http unit."""
+        ...
+
+    def committed(self, state: ExecutionState, events: list[Event], seconds: float) -> None:
+        """A batch of ``state``'s events became durable after ``seconds`` (for the metrics)."""
         ...
 
     def finished(self, state: ExecutionState, definition: CompiledDefinition) -> None:

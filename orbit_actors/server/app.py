@@ -82,10 +82,12 @@ def create_app(state: AppState, max_request_bytes: int) -> Quart:
     @app.get("/metrics")
     async def metrics() -> Response:
         runtime = state.runtime
-        lines = [f"orbit_ready {0 if runtime is None else 1}"]
-        if runtime is not None:
-            lines += [f"{name} {value}" for name, value in runtime.gauges().items()]
-        return Response("\n".join(lines) + "\n", content_type="text/plain; version=0.0.4")
+        ready = (
+            "# HELP orbit_ready 1 once recovery has finished.\n# TYPE orbit_ready gauge\n"
+            f"orbit_ready {0 if runtime is None else 1}\n"
+        )
+        body = ready.encode() + (runtime.metrics.render() if runtime is not None else b"")
+        return Response(body, content_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.get("/healthz")
     async def healthz() -> Response:
