@@ -37,6 +37,8 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--synchronous", choices=["full", "normal"], default="full",
                         help="SQLite durability: full survives power loss (default)")  # fmt: skip
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    parser.add_argument("--log-format", default="text", choices=["text", "json"],
+                        help="one line per event: human-readable or JSON")  # fmt: skip
     auth = parser.add_argument_group("authentication and TLS")
     auth.add_argument("--admin-token", help="the API's bearer token (or $ORBIT_ADMIN_TOKEN)")
     auth.add_argument("--admin-token-file", type=Path, help="read the admin token from a file")
@@ -100,19 +102,17 @@ def _credentials(args: argparse.Namespace) -> Any:
     return Credentials(admin_token=admin or None, worker_tokens=workers)
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper()),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def _configure_logging(level: str, log_format: str = "text") -> None:
+    from .logformat import configure_logging
+
+    configure_logging(level, log_format)
 
 
 def run_server(args: argparse.Namespace) -> int:
     """``orbit server``: serve until SIGTERM/SIGINT."""
     from .server import serve
 
-    _configure_logging(args.log_level)
+    _configure_logging(args.log_level, args.log_format)
     options = server_options(args)
 
     def ready(urls: list[str]) -> None:

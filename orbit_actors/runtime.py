@@ -21,6 +21,7 @@ import trio
 from .actors import commands as cmd
 from .actors.clock import Clock
 from .actors.dispatcher import Dispatcher, Offer
+from .actors.event_log import log_batch
 from .actors.execution import execution_of, new_token
 from .actors.http_runner import HttpRunner
 from .actors.metrics import Metrics, Snapshot
@@ -384,6 +385,7 @@ class Runtime:
         """A batch became durable: count it."""
         self.metrics.observe(state, events)
         self.metrics.commit_seconds.observe(seconds)
+        log_batch(state, events)
 
     # -- recovery ---------------------------------------------------------------------------
     async def recover(self) -> None:

@@ -10,6 +10,7 @@ for their session to be resumed, for the timeout counted from the restart.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from ..history.events import ErrorInfo
 from ..store.base import WorkerRecord
 from ..wire import messages as wire
 from .clock import Clock
+
+log = logging.getLogger("orbit.workers")
 
 Send = Callable[[wire.ServerMessage], None]
 Close = Callable[[int, str], None]
@@ -212,6 +215,10 @@ class SessionManager:
             session.connection.close(4001, "session timed out")
             session.connection = None
         reason = f"worker `{session.worker_id}` {why}"
+        log.warning("worker session died", extra={"orbit": {
+            "worker_id": session.worker_id, "session": session.id, "why": why,
+            "inflight": len(session.tokens),
+        }})  # fmt: skip
         now_ms = self.host.clock.now_ms()
         for token, dispatched_at in session.tokens.items():
             if token in session.cancelled:
@@ -223,6 +230,9 @@ class SessionManager:
 
     def unregister(self, session: WorkerSession) -> None:
         """The worker said goodbye: its tasks are redelivered at once."""
+        log.info("worker unregistered", extra={"orbit": {
+            "worker_id": session.worker_id, "session": session.id,
+        }})  # fmt: skip
         self.sessions.pop(session.id, None)
         self.host.remove_session(session.id)
         for token in session.tokens:
@@ -331,6 +341,10 @@ class Connection:
             warnings=warnings + _version_warnings(session.contracts, host), ref=message.id,
         ))  # fmt: skip
         host.add_session(session)
+        log.info("worker registered", extra={"orbit": {
+            "worker_id": session.worker_id, "session": session.id, "resumed": resumed,
+            "concurrency": session.concurrency,
+        }})  # fmt: skip
         if resumed:  # a task frame may have been lost with the connection (or the server)
             for token, task in session.tasks.items():
                 if token not in session.cancelled:
