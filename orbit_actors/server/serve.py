@@ -51,7 +51,7 @@ class ServerOptions:
     @property
     def max_message_bytes(self) -> int:
         """The largest request body or WebSocket frame taken."""
-        return self.runtime.limits.max_payload_bytes * 2 + FRAME_MARGIN
+        return self.runtime.limits.max_payload_bytes + FRAME_MARGIN
 
 
 async def serve(
