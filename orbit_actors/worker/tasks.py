@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints
 
 import trio
@@ -56,6 +56,11 @@ class TaskContext:
     redelivery: bool
     deadline_ms: int | None = None
     timeout_ms: int | None = None
+
+    @classmethod
+    def of(cls, task: Any) -> TaskContext:
+        """The context of a pushed task message (every field but ``input`` carries over)."""
+        return cls(**{f.name: getattr(task, f.name) for f in fields(cls)})
 
 
 @dataclass

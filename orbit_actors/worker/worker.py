@@ -287,13 +287,7 @@ class Worker:
     # -- tasks -----------------------------------------------------------------------------
     async def _run_task(self, task: wire.Task, scope: trio.CancelScope) -> None:
         function = self.functions.get((task.task_name, task.contract_version))
-        ctx = TaskContext(
-            token=task.token, execution_id=task.execution_id, workflow=task.workflow,
-            workflow_version=task.workflow_version, step_id=task.step_id,
-            task_name=task.task_name, contract_version=task.contract_version,
-            idempotency_key=task.idempotency_key, attempt=task.attempt,
-            redelivery=task.redelivery, deadline_ms=task.deadline_ms, timeout_ms=task.timeout_ms,
-        )  # fmt: skip
+        ctx = TaskContext.of(task)
         with scope:
             try:
                 if function is None:
