@@ -23,6 +23,10 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
     ├── PayloadTooLargeError       PAYLOAD_TOO_LARGE       413
     ├── ResourceExhaustedError     RESOURCE_EXHAUSTED      429
     ├── WaitTimeoutError           WAIT_TIMEOUT            408
+    ├── InvalidScheduleError       INVALID_SCHEDULE        400  (names the field)
+    ├── ScheduleExistsError        SCHEDULE_EXISTS         409
+    ├── ScheduleNotFoundError      SCHEDULE_NOT_FOUND      404
+    ├── OverlapSkippedError        OVERLAP_SKIPPED         409
     ├── ForbiddenError             FORBIDDEN               403
     ├── UnauthenticatedError       UNAUTHENTICATED         401
     ├── StorageError               STORAGE_ERROR           503
@@ -202,6 +206,30 @@ class WaitTimeoutError(OrbitError):
     """A wait ended before the execution finished."""
 
     code, status = "WAIT_TIMEOUT", 408
+
+
+class InvalidScheduleError(OrbitError):
+    """A schedule's cron, time zone, id or overlap is malformed; the message names the field."""
+
+    code, status = "INVALID_SCHEDULE", 400
+
+
+class ScheduleExistsError(OrbitError):
+    """A schedule id is taken by a schedule with other fields."""
+
+    code, status = "SCHEDULE_EXISTS", 409
+
+
+class ScheduleNotFoundError(OrbitError):
+    """No schedule has this id."""
+
+    code, status = "SCHEDULE_NOT_FOUND", 404
+
+
+class OverlapSkippedError(OrbitError):
+    """A triggered occurrence was skipped: the previous one still runs and overlap is skip."""
+
+    code, status = "OVERLAP_SKIPPED", 409
 
 
 class ForbiddenError(OrbitError):

@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from .actors import commands as cmd
+from .actors import scheduler as sch
 from .actors.clock import Clock
 from .actors.dispatcher import Dispatcher, Offer
 from .actors.event_log import log_batch
@@ -26,6 +27,7 @@ from .actors.execution import execution_of, new_token
 from .actors.http_runner import HttpRunner
 from .actors.metrics import Metrics, Snapshot
 from .actors.registry import DefinitionRegistry
+from .actors.scheduler import Scheduler, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, WorkerSession
 from .actors.views import describe, row_of, summary
 from .decide import commands as pure
@@ -38,6 +40,7 @@ from .errors import (
     ExecutionFinishedError,
     ExecutionNotFoundError,
     InternalError,
+    InvalidInputError,
     OrbitError,
     QuarantinedError,
     ResourceExhaustedError,
@@ -107,6 +110,7 @@ async def open_runtime(
         await runtime.definitions.load()
         await nursery.start(runtime.sessions.serve)
         await runtime.recover()
+        await nursery.start(runtime.scheduler.run)
         try:
             yield runtime
         finally:
@@ -136,6 +140,7 @@ class Runtime:
             on_gone=self._gone,
         )  # fmt: skip
         self.http = HttpRunner(nursery, self._report_builtin, enabled=config.enable_http_adapter)
+        self.scheduler = Scheduler(self)
         self._roots: set[str] = set()
         self._waiters: dict[str, _Waiter] = {}
         self._starting: dict[str, trio.Lock] = {}
@@ -337,6 +342,70 @@ class Runtime:
         except ActorGoneError:
             return Ack(token, False, pure.UNKNOWN_TOKEN)
         return ack
+
+    # -- schedules -------------------------------------------------------------------------
+    async def create_schedule(
+        self, spec: ScheduleSpec, paused: bool = False
+    ) -> tuple[dict[str, Any], bool]:
+        """Create a schedule; returns (view, created). The same id with the same fields answers
+        created=False; with other fields ScheduleExistsError."""
+        answer: tuple[dict[str, Any], bool] = await self.scheduler.request(
+            sch.CreateSchedule(spec, paused, reply=Reply())
+        )
+        return answer
+
+    async def schedules(self, schedule_id: str | None = None) -> list[dict[str, Any]]:
+        """Every schedule (or the one named), with its next occurrences and last executions."""
+        views: list[dict[str, Any]] = await self.scheduler.request(
+            sch.ShowSchedules(schedule_id, reply=Reply())
+        )
+        return views
+
+    async def delete_schedule(self, schedule_id: str) -> None:
+        """Delete a schedule; executions it started go on."""
+        await self.scheduler.request(sch.DeleteSchedule(schedule_id, reply=Reply()))
+
+    async def pause_schedule(self, schedule_id: str, paused: bool = True) -> dict[str, Any]:
+        """Pause a schedule (or resume it: what was missed while paused does not fire)."""
+        view: dict[str, Any] = await self.scheduler.request(
+            sch.PauseSchedule(schedule_id, paused, reply=Reply())
+        )
+        return view
+
+    async def trigger_schedule(self, schedule_id: str) -> str:
+        """Fire an occurrence for the current second now, whether paused or not; returns its
+        execution id (OverlapSkippedError when overlap skips it)."""
+        execution_id: str = await self.scheduler.request(
+            sch.TriggerSchedule(schedule_id, reply=Reply())
+        )
+        return execution_id
+
+    # -- SchedulerHost ---------------------------------------------------------------------
+    def check_target(self, spec: ScheduleSpec) -> None:
+        """A schedule's workflow must be registered and take its input."""
+        definition = self.definitions.resolve(spec.workflow, spec.version)
+        if not isinstance(spec.input, dict):
+            raise InvalidInputError("input: a schedule's input must be a JSON object")
+        pure.validated_input(definition.input_schema, spec.input, strict=True)
+
+    async def start_occurrence(self, spec: ScheduleSpec, execution_id: str) -> None:
+        """Start an occurrence's execution; one already stored for the schedule counts."""
+        try:
+            await self.start(
+                spec.workflow, version=spec.version, input=spec.input,
+                execution_id=execution_id, schedule_id=spec.schedule_id,
+            )  # fmt: skip
+        except ExecutionExistsError:  # started before a crash, of a version since superseded
+            row = await self.store.execution(execution_id)
+            if row is None or row.schedule_id != spec.schedule_id:
+                raise
+
+    async def is_running(self, execution_id: str) -> bool:
+        """True while the execution has not finished."""
+        if execution_id in self.supervisor.registry:
+            return True
+        row = await self.store.execution(execution_id)
+        return row is not None and row.status == "running"
 
     # -- workers ---------------------------------------------------------------------------
     def connect(

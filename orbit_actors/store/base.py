@@ -77,12 +77,17 @@ class WorkerRecord:
 
 @dataclass(frozen=True)
 class ScheduleRecord:
-    """A cron schedule; ``spec`` holds its fields as the API takes them."""
+    """A cron schedule; ``spec`` holds its fields as the API takes them (``paused`` apart).
+    Occurrences at or before ``settled_ms`` are done with (fired, skipped, or passed while the
+    schedule was paused); ``last_error`` says why the latest occurrence that could not start
+    did not."""
 
     schedule_id: str
     spec: dict[str, Any]
     paused: bool
     created_at_ms: int
+    settled_ms: int = 0
+    last_error: str | None = None
 
 
 @dataclass(slots=True)
@@ -187,8 +192,9 @@ class Store(Protocol):
         """Delete a schedule (and its claims); False when there was none."""
         ...
 
-    async def set_schedule_paused(self, schedule_id: str, paused: bool) -> bool:
-        """Pause or resume a schedule; False when there is none."""
+    async def set_schedule_paused(self, schedule_id: str, paused: bool, now_ms: int) -> bool:
+        """Pause or resume a schedule; resuming settles what passed until ``now_ms`` (what was
+        missed while paused never fires). False when there is none."""
         ...
 
     async def claim_occurrence(
@@ -197,10 +203,16 @@ class Store(Protocol):
         """Claim one occurrence before firing it: True for exactly one claimer, ever."""
         ...
 
-    async def mark_occurrence_fired(
-        self, schedule_id: str, occurrence_ms: int, execution_id: str
+    async def settle_occurrence(
+        self, schedule_id: str, occurrence_ms: int, execution_id: str | None, error: str | None
     ) -> None:
-        """Record which execution a claimed occurrence started."""
+        """An occurrence is done with: it started ``execution_id`` (recorded on its claim, and
+        the schedule's last error cleared) or it did not start (``error`` says why, if that is
+        an error; its claim is then given back). Either way the schedule is settled up to it."""
+        ...
+
+    async def occurrence_executions(self, schedule_id: str, limit: int) -> list[str]:
+        """The executions the latest ``limit`` fired occurrences started, newest first."""
         ...
 
     async def release_claims(self, except_owner: str) -> int:

@@ -201,13 +201,14 @@ class MemoryStore:
         self._claims = {k: v for k, v in self._claims.items() if k[0] != schedule_id}
         return self._schedules.pop(schedule_id, None) is not None
 
-    async def set_schedule_paused(self, schedule_id: str, paused: bool) -> bool:
-        """Pause or resume a schedule."""
+    async def set_schedule_paused(self, schedule_id: str, paused: bool, now_ms: int) -> bool:
+        """Pause or resume a schedule; resuming settles it up to ``now_ms``."""
         await self._write()
         old = self._schedules.get(schedule_id)
         if old is None:
             return False
-        self._schedules[schedule_id] = replace(old, paused=paused)
+        settled = old.settled_ms if paused else max(old.settled_ms, now_ms)
+        self._schedules[schedule_id] = replace(old, paused=paused, settled_ms=settled)
         return True
 
     async def claim_occurrence(
@@ -220,14 +221,31 @@ class MemoryStore:
         self._claims[(schedule_id, occurrence_ms)] = (owner, None)
         return True
 
-    async def mark_occurrence_fired(
-        self, schedule_id: str, occurrence_ms: int, execution_id: str
+    async def settle_occurrence(
+        self, schedule_id: str, occurrence_ms: int, execution_id: str | None, error: str | None
     ) -> None:
-        """Record which execution a claimed occurrence started."""
+        """Record how an occurrence ended and settle the schedule up to it."""
         await self._write()
         key = (schedule_id, occurrence_ms)
-        if key in self._claims:
+        if key in self._claims and execution_id is not None:
             self._claims[key] = (self._claims[key][0], execution_id)
+        elif key in self._claims and self._claims[key][1] is None:
+            del self._claims[key]  # it did not start: the claim is given back
+        old = self._schedules.get(schedule_id)
+        if old is not None:
+            last_error = None if execution_id is not None else (error or old.last_error)
+            settled = max(old.settled_ms, occurrence_ms)
+            self._schedules[schedule_id] = replace(old, settled_ms=settled, last_error=last_error)
+
+    async def occurrence_executions(self, schedule_id: str, limit: int) -> list[str]:
+        """The executions of the latest fired occurrences, newest first."""
+        await trio.lowlevel.checkpoint()
+        fired = sorted(
+            (occurrence, execution_id)
+            for (sid, occurrence), (_, execution_id) in self._claims.items()
+            if sid == schedule_id and execution_id is not None
+        )
+        return [execution_id for _, execution_id in reversed(fired)][:limit]
 
     async def release_claims(self, except_owner: str) -> int:
         """Release other processes' claims that never fired."""

@@ -194,7 +194,7 @@ async def test_schedules_are_created_once_and_paused(store: Store) -> None:
         await store.put_schedule(ScheduleRecord("s1", {**spec, "cron": "@daily"}, False, 3))
         == "conflict"
     )
-    assert await store.set_schedule_paused("s1", True)
+    assert await store.set_schedule_paused("s1", True, 50)
     found = await store.schedule("s1")
     assert found is not None and found.paused and found.spec == spec
     assert [s.schedule_id for s in await store.schedules()] == ["s1"]
@@ -217,11 +217,39 @@ async def test_an_occurrence_is_claimed_once(store: Store) -> None:
 async def test_claims_of_a_dead_process_that_never_fired_are_released(store: Store) -> None:
     await store.claim_occurrence("s1", 1, "dead", 1)
     await store.claim_occurrence("s1", 2, "dead", 1)
-    await store.mark_occurrence_fired("s1", 2, "s1:run")
+    await store.put_schedule(ScheduleRecord("s1", {"cron": "@hourly"}, False, 0))
+    await store.settle_occurrence("s1", 2, "s1:run", None)
     await store.claim_occurrence("s1", 3, "me", 1)
     assert await store.release_claims(except_owner="me") == 1
     assert await store.claim_occurrence("s1", 1, "me", 2)
     assert not await store.claim_occurrence("s1", 2, "me", 2)
+
+
+async def test_settling_occurrences_records_executions_errors_and_the_settled_instant(
+    store: Store,
+) -> None:
+    await store.put_schedule(ScheduleRecord("s1", {"cron": "@hourly"}, False, 0))
+    for occurrence in (100, 200, 300):
+        await store.claim_occurrence("s1", occurrence, "me", occurrence)
+    await store.settle_occurrence("s1", 100, "s1:a", None)
+    await store.settle_occurrence("s1", 300, None, "3 executions are already running")
+    await store.settle_occurrence("s1", 200, "s1:b", None)
+    found = await store.schedule("s1")
+    assert found is not None
+    assert (found.settled_ms, found.last_error) == (300, None)
+    assert await store.occurrence_executions("s1", 10) == ["s1:b", "s1:a"]
+    assert await store.occurrence_executions("s1", 1) == ["s1:b"]
+    assert await store.claim_occurrence("s1", 300, "me", 301)  # what did not start is given back
+
+
+async def test_resuming_a_schedule_settles_what_passed_while_paused(store: Store) -> None:
+    await store.put_schedule(ScheduleRecord("s1", {"cron": "@hourly"}, False, 0))
+    await store.set_schedule_paused("s1", True, 1_000)
+    paused = await store.schedule("s1")
+    assert paused is not None and paused.settled_ms == 0
+    await store.set_schedule_paused("s1", False, 5_000)
+    resumed = await store.schedule("s1")
+    assert resumed is not None and (resumed.paused, resumed.settled_ms) == (False, 5_000)
 
 
 async def test_concurrent_committers_keep_each_executions_order(store: Store) -> None:

@@ -57,6 +57,11 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             claimed_at_ms INTEGER NOT NULL, execution_id TEXT,
             PRIMARY KEY (schedule_id, occurrence_ms)) WITHOUT ROWID""",
     ),
+    # 3: what a schedule has settled, and why its latest occurrence did not start
+    (
+        "ALTER TABLE schedules ADD COLUMN settled_ms INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE schedules ADD COLUMN last_error TEXT",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -204,7 +204,7 @@ class SqliteStore:
         """One schedule."""
         row = await self._read(
             lambda c: c.execute(
-                "SELECT schedule_id, spec, paused, created_at_ms FROM schedules WHERE schedule_id = ?",
+                f"SELECT {_SCHEDULE_COLUMNS} FROM schedules WHERE schedule_id = ?",
                 (schedule_id,),
             ).fetchone()
         )
@@ -214,7 +214,7 @@ class SqliteStore:
         """Every schedule."""
         rows = await self._read(
             lambda c: c.execute(
-                "SELECT schedule_id, spec, paused, created_at_ms FROM schedules ORDER BY schedule_id"
+                f"SELECT {_SCHEDULE_COLUMNS} FROM schedules ORDER BY schedule_id"
             ).fetchall()
         )
         return [_schedule(row) for row in rows]
@@ -223,13 +223,14 @@ class SqliteStore:
         """Delete a schedule and its claims."""
         return await self._writer.write(lambda conn: _delete_schedule(conn, schedule_id))
 
-    async def set_schedule_paused(self, schedule_id: str, paused: bool) -> bool:
-        """Pause or resume a schedule."""
+    async def set_schedule_paused(self, schedule_id: str, paused: bool, now_ms: int) -> bool:
+        """Pause or resume a schedule; resuming settles it up to ``now_ms``."""
+        settled = 0 if paused else now_ms
         return await self._writer.write(
             lambda conn: (
                 conn.execute(
-                    "UPDATE schedules SET paused = ? WHERE schedule_id = ?",
-                    (int(paused), schedule_id),
+                    "UPDATE schedules SET paused = ?, settled_ms = MAX(settled_ms, ?) WHERE schedule_id = ?",
+                    (int(paused), settled, schedule_id),
                 ).rowcount
                 == 1
             )
@@ -250,16 +251,24 @@ class SqliteStore:
             )
         )
 
-    async def mark_occurrence_fired(
-        self, schedule_id: str, occurrence_ms: int, execution_id: str
+    async def settle_occurrence(
+        self, schedule_id: str, occurrence_ms: int, execution_id: str | None, error: str | None
     ) -> None:
-        """Record which execution a claimed occurrence started."""
+        """Record how an occurrence ended and settle the schedule up to it."""
         await self._writer.write(
-            lambda conn: conn.execute(
-                "UPDATE schedule_claims SET execution_id = ? WHERE schedule_id = ? AND occurrence_ms = ?",
-                (execution_id, schedule_id, occurrence_ms),
-            )
+            lambda conn: _settle_occurrence(conn, schedule_id, occurrence_ms, execution_id, error)
         )
+
+    async def occurrence_executions(self, schedule_id: str, limit: int) -> list[str]:
+        """The executions of the latest fired occurrences, newest first."""
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT execution_id FROM schedule_claims WHERE schedule_id = ? AND execution_id IS NOT NULL "
+                "ORDER BY occurrence_ms DESC LIMIT ?",
+                (schedule_id, limit),
+            ).fetchall()
+        )
+        return [row[0] for row in rows]
 
     async def release_claims(self, except_owner: str) -> int:
         """Release other processes' claims that never fired."""
@@ -377,5 +386,30 @@ def _delete_schedule(conn: sqlite3.Connection, schedule_id: str) -> bool:
     return conn.execute("DELETE FROM schedules WHERE schedule_id = ?", (schedule_id,)).rowcount == 1
 
 
+_SCHEDULE_COLUMNS = "schedule_id, spec, paused, created_at_ms, settled_ms, last_error"
+
+
 def _schedule(row: Any) -> ScheduleRecord:
-    return ScheduleRecord(row[0], json.loads(row[1]), bool(row[2]), row[3])
+    return ScheduleRecord(row[0], json.loads(row[1]), bool(row[2]), row[3], row[4], row[5])
+
+
+def _settle_occurrence(
+    conn: sqlite3.Connection, schedule_id: str, occurrence_ms: int,
+    execution_id: str | None, error: str | None,
+) -> None:  # fmt: skip
+    if execution_id is not None:
+        conn.execute(
+            "UPDATE schedule_claims SET execution_id = ? WHERE schedule_id = ? AND occurrence_ms = ?",
+            (execution_id, schedule_id, occurrence_ms),
+        )
+    else:  # it did not start: the claim is given back
+        conn.execute(
+            "DELETE FROM schedule_claims WHERE schedule_id = ? AND occurrence_ms = ? AND execution_id IS NULL",
+            (schedule_id, occurrence_ms),
+        )
+    conn.execute(
+        "UPDATE schedules SET settled_ms = MAX(settled_ms, ?), "
+        "last_error = CASE WHEN ? IS NOT NULL THEN NULL ELSE COALESCE(?, last_error) END "
+        "WHERE schedule_id = ?",
+        (occurrence_ms, execution_id, error, schedule_id),
+    )

@@ -1,0 +1,365 @@
+"""The scheduler actor: one trio task that owns every schedule, fires their occurrences and
+serializes every change to them through its mailbox (create, delete, pause, resume, trigger).
+
+Firing an occurrence, in order (execution.md, "Schedules"):
+1. ``overlap: skip`` and the schedule's previous execution still runs → the occurrence is
+   skipped (a trigger answers ``OVERLAP_SKIPPED``);
+2. the occurrence is **claimed** in the store — exactly one claimer ever wins it;
+3. the execution ``<schedule_id>:<YYYYMMDDTHHMMSSZ>`` is started (an id already stored for this
+   schedule counts as started: a crash fell between the start and step 4);
+4. the occurrence is **settled**: its execution recorded, the schedule settled up to it.
+A crash between 2 and 4 leaves a claim without an execution; the next process releases it and,
+since the schedule was not settled past the occurrence, fires it — once, as the id is fixed.
+After downtime, only the latest missed occurrence fires (:meth:`CronRule.due`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import trio
+
+from ..errors import (
+    InternalError,
+    InvalidScheduleError,
+    OrbitError,
+    OverlapSkippedError,
+    ScheduleExistsError,
+    ScheduleNotFoundError,
+)
+from ..mailbox import Command, Mailbox
+from ..store.base import ScheduleRecord, Store
+from .clock import Clock
+from .cron import CronRule, occurrence_id
+
+log = logging.getLogger("orbit.scheduler")
+
+OVERLAP_POLICIES = ("skip", "allow")
+# An occurrence id adds ":YYYYMMDDTHHMMSSZ" (17 characters) and must stay a valid execution id.
+SCHEDULE_ID = re.compile(r"[A-Za-z0-9\-_.]{1,183}")
+NEXT_OCCURRENCES = 5
+LAST_EXECUTIONS = 10
+CRASH_BACKOFF_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A schedule's fields as a caller gives them (``paused`` apart, which changes)."""
+
+    schedule_id: str
+    cron: str
+    workflow: str
+    timezone: str = "UTC"
+    version: str | None = None
+    input: Any = field(default_factory=dict)
+    overlap: str = "skip"
+
+    def rule(self) -> CronRule:
+        """Check the schedule's own fields; raises InvalidScheduleError naming the field."""
+        if not SCHEDULE_ID.fullmatch(self.schedule_id):
+            raise InvalidScheduleError(
+                "schedule_id: use 1 to 183 letters, digits and - _ . "
+                f"(got {self.schedule_id[:200]!r})"
+            )
+        if self.overlap not in OVERLAP_POLICIES:
+            raise InvalidScheduleError(f"overlap: must be skip or allow (got {self.overlap!r})")
+        return CronRule.parse(self.cron, self.timezone)
+
+    def stored(self) -> dict[str, Any]:
+        """The fields the store keeps and compares (a re-create with the same ones is a no-op)."""
+        return {
+            "cron": self.cron, "timezone": self.timezone, "workflow": self.workflow,
+            "version": self.version, "input": self.input, "overlap": self.overlap,
+        }  # fmt: skip
+
+    @classmethod
+    def of(cls, record: ScheduleRecord) -> ScheduleSpec:
+        """The spec of a stored schedule."""
+        return cls(schedule_id=record.schedule_id, **record.spec)
+
+
+class SchedulerHost(Protocol):
+    """What the scheduler needs from the runtime."""
+
+    store: Store
+    clock: Clock
+    instance_id: str
+
+    def check_target(self, spec: ScheduleSpec) -> None:
+        """Refuse a schedule whose workflow is unknown or whose input it would refuse."""
+        ...
+
+    async def start_occurrence(self, spec: ScheduleSpec, execution_id: str) -> None:
+        """Start (or find, if a crash interrupted an earlier try) an occurrence's execution."""
+        ...
+
+    async def is_running(self, execution_id: str) -> bool:
+        """True while the execution has not finished."""
+        ...
+
+
+# -- commands ---------------------------------------------------------------------------------
+@dataclass(eq=False)
+class CreateSchedule(Command):
+    """Replies with ``(view, created)``."""
+
+    spec: ScheduleSpec
+    paused: bool
+
+
+@dataclass(eq=False)
+class DeleteSchedule(Command):
+    """Replies with None."""
+
+    schedule_id: str
+
+
+@dataclass(eq=False)
+class PauseSchedule(Command):
+    """Pause (or, with ``paused=False``, resume); replies with the view."""
+
+    schedule_id: str
+    paused: bool
+
+
+@dataclass(eq=False)
+class TriggerSchedule(Command):
+    """Fire an occurrence for the current second; replies with its execution id."""
+
+    schedule_id: str
+
+
+@dataclass(eq=False)
+class ShowSchedules(Command):
+    """Replies with the views of one schedule (``schedule_id``) or of all, by id."""
+
+    schedule_id: str | None = None
+
+
+@dataclass(eq=False)
+class _Entry:
+    """One schedule as the actor holds it; ``due_ms`` is the next occurrence to fire."""
+
+    record: ScheduleRecord
+    spec: ScheduleSpec
+    rule: CronRule
+    due_ms: int | None
+    last_execution_id: str | None
+
+
+class Scheduler:
+    """The scheduler actor; run it with ``nursery.start(scheduler.run)``."""
+
+    def __init__(self, host: SchedulerHost, mailbox_capacity: int = 256) -> None:
+        self._host = host
+        self._store = host.store
+        self._clock = host.clock
+        self.mailbox: Mailbox[Command] = Mailbox("scheduler", mailbox_capacity)
+        self._entries: dict[str, _Entry] = {}
+
+    async def request(self, command: Command) -> Any:
+        """Send a command and wait for its answer."""
+        return await self.mailbox.request(command)
+
+    # -- the actor ----------------------------------------------------------------------------
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Load every schedule, report started, then fire and serve commands forever. A crash
+        reloads the schedules from the store and goes on (the mailbox survives it)."""
+        await self._load()
+        task_status.started()
+        loaded = True
+        while True:
+            try:
+                if not loaded:
+                    await self._load()
+                    loaded = True
+                await self._serve()
+            except Exception:
+                log.exception("scheduler crashed; reloading its schedules from the store")
+                loaded = False
+                await trio.sleep(CRASH_BACKOFF_SECONDS)  # a failing store is not hammered
+
+    async def _load(self) -> None:
+        released = await self._store.release_claims(except_owner=self._host.instance_id)
+        if released:
+            log.info("released %d schedule claims of a stopped server that never fired", released)
+        self._entries = {}
+        for record in await self._store.schedules():
+            try:
+                await self._add(record)
+            except InvalidScheduleError as exc:  # e.g. a time zone the system no longer knows
+                log.error("schedule %s cannot run: %s", record.schedule_id, exc.message)
+
+    async def _add(self, record: ScheduleRecord) -> _Entry:
+        spec = ScheduleSpec.of(record)
+        rule = spec.rule()
+        last = await self._store.occurrence_executions(record.schedule_id, 1)
+        entry = _Entry(record, spec, rule, None, last[0] if last else None)
+        self._plan(entry)
+        self._entries[record.schedule_id] = entry
+        return entry
+
+    def _plan(self, entry: _Entry) -> None:
+        """Set the occurrence to fire next (none while paused)."""
+        record = entry.record
+        if record.paused:
+            entry.due_ms = None
+            return
+        settled = max(record.settled_ms, record.created_at_ms)
+        entry.due_ms = entry.rule.due(settled, self._clock.now_ms())
+
+    async def _serve(self) -> None:
+        while True:
+            due = [e.due_ms for e in self._entries.values() if e.due_ms is not None]
+            deadline = self._clock.deadline(min(due)) if due else math.inf
+            command: Command | None = None
+            with trio.move_on_at(deadline):
+                command = await self.mailbox.receive()
+            if command is None:
+                await self._fire_due()
+            else:
+                await self._handle(command)
+
+    async def _fire_due(self) -> None:
+        now = self._clock.now_ms()
+        ready = [e for e in self._entries.values() if e.due_ms is not None and e.due_ms <= now]
+        for entry in sorted(ready, key=lambda e: (e.due_ms, e.record.schedule_id)):
+            occurrence = entry.due_ms
+            assert occurrence is not None
+            try:
+                await self._fire(entry, occurrence)
+            except OverlapSkippedError as exc:
+                log.info("schedule %s: occurrence skipped: %s", entry.spec.schedule_id, exc.message)
+                await self._settle(entry, occurrence, None, None)
+            except OrbitError:
+                pass  # _fire logged it and recorded it as the schedule's last error
+            settled = max(entry.record.settled_ms, occurrence)
+            entry.record = replace(entry.record, settled_ms=settled)
+            self._plan(entry)
+
+    async def _handle(self, command: Command) -> None:
+        reply = command.reply
+        try:
+            answer = await self._answer(command)
+        except OrbitError as exc:
+            if reply is not None:
+                reply.fail(exc)
+            return
+        except Exception as exc:
+            if reply is not None:
+                reply.fail(InternalError(f"the scheduler failed: {exc!r}"))
+            raise
+        if reply is not None:
+            reply.set(answer)
+
+    async def _answer(self, command: Command) -> Any:
+        match command:
+            case CreateSchedule(spec=spec, paused=paused):
+                return await self._create(spec, paused)
+            case DeleteSchedule(schedule_id=schedule_id):
+                self._entry(schedule_id)
+                await self._store.delete_schedule(schedule_id)
+                del self._entries[schedule_id]
+                log.info("schedule %s deleted", schedule_id)
+                return None
+            case PauseSchedule(schedule_id=schedule_id, paused=paused):
+                return await self._pause(self._entry(schedule_id), paused)
+            case TriggerSchedule(schedule_id=schedule_id):
+                entry = self._entry(schedule_id)
+                return await self._fire(entry, self._clock.now_ms() // 1000 * 1000)
+            case ShowSchedules(schedule_id=None):
+                return [await self._view(self._entries[k]) for k in sorted(self._entries)]
+            case ShowSchedules(schedule_id=str(schedule_id)):
+                return [await self._view(self._entry(schedule_id))]
+        raise InternalError(f"the scheduler has no command {type(command).__name__}")
+
+    def _entry(self, schedule_id: str) -> _Entry:
+        entry = self._entries.get(schedule_id)
+        if entry is None:
+            raise ScheduleNotFoundError(f"schedule `{schedule_id}` not found")
+        return entry
+
+    async def _create(self, spec: ScheduleSpec, paused: bool) -> tuple[dict[str, Any], bool]:
+        spec.rule()
+        self._host.check_target(spec)
+        now = self._clock.now_ms()
+        record = ScheduleRecord(spec.schedule_id, spec.stored(), paused, now, settled_ms=now)
+        outcome = await self._store.put_schedule(record)
+        if outcome == "conflict":
+            raise ScheduleExistsError(
+                f"schedule `{spec.schedule_id}` already exists with other fields; delete it "
+                "first or choose another id"
+            )
+        if outcome == "unchanged":
+            return await self._view(self._entry(spec.schedule_id)), False
+        entry = await self._add(record)
+        log.info("schedule %s created: %s in %s", spec.schedule_id, spec.cron, spec.timezone)
+        return await self._view(entry), True
+
+    async def _pause(self, entry: _Entry, paused: bool) -> dict[str, Any]:
+        now = self._clock.now_ms()
+        await self._store.set_schedule_paused(entry.spec.schedule_id, paused, now)
+        settled = entry.record.settled_ms if paused else max(entry.record.settled_ms, now)
+        entry.record = replace(entry.record, paused=paused, settled_ms=settled)
+        self._plan(entry)
+        return await self._view(entry)
+
+    async def _fire(self, entry: _Entry, occurrence: int) -> str:
+        """Fire one occurrence; returns its execution id. Raises OverlapSkippedError when the
+        previous execution still runs under ``overlap: skip``, or the start's error."""
+        spec = entry.spec
+        execution_id = occurrence_id(spec.schedule_id, occurrence)
+        previous = entry.last_execution_id
+        if (
+            spec.overlap == "skip"
+            and previous is not None
+            and previous != execution_id
+            and await self._host.is_running(previous)
+        ):
+            raise OverlapSkippedError(
+                f"schedule `{spec.schedule_id}`: its previous execution `{previous}` is still "
+                "running (overlap: skip)"
+            )
+        claimed = await self._store.claim_occurrence(
+            spec.schedule_id, occurrence, self._host.instance_id, self._clock.now_ms()
+        )
+        if not claimed:  # fired already (a second trigger within one second) or being fired
+            return execution_id
+        try:
+            await self._host.start_occurrence(spec, execution_id)
+        except OrbitError as exc:
+            log.warning("schedule %s: %s did not start: %s", spec.schedule_id, execution_id,
+                        exc.message)  # fmt: skip
+            await self._settle(entry, occurrence, None, f"{exc.code}: {exc.message}")
+            raise
+        await self._settle(entry, occurrence, execution_id, None)
+        entry.last_execution_id = execution_id
+        log.info("schedule %s fired %s", spec.schedule_id, execution_id)
+        return execution_id
+
+    async def _settle(
+        self, entry: _Entry, occurrence: int, execution_id: str | None, error: str | None
+    ) -> None:
+        await self._store.settle_occurrence(entry.spec.schedule_id, occurrence, execution_id, error)
+        last_error = None if execution_id is not None else (error or entry.record.last_error)
+        settled = max(entry.record.settled_ms, occurrence)
+        entry.record = replace(entry.record, settled_ms=settled, last_error=last_error)
+
+    async def _view(self, entry: _Entry) -> dict[str, Any]:
+        """A schedule as the API shows it."""
+        record, spec = entry.record, entry.spec
+        upcoming: list[int] = []
+        if entry.due_ms is not None:
+            upcoming = [entry.due_ms, *entry.rule.upcoming(entry.due_ms, NEXT_OCCURRENCES - 1)]
+        executions = await self._store.occurrence_executions(spec.schedule_id, LAST_EXECUTIONS)
+        return {
+            "schedule_id": spec.schedule_id, "cron": spec.cron, "timezone": spec.timezone,
+            "workflow": spec.workflow, "version": spec.version, "input": spec.input,
+            "overlap": spec.overlap, "paused": record.paused,
+            "next_occurrences_ms": upcoming, "last_execution_ids": executions,
+            "last_error": record.last_error, "created_at_ms": record.created_at_ms,
+        }  # fmt: skip
