@@ -1,6 +1,7 @@
 """The ``orbit`` commands that talk to a server through :class:`~orbit_actors.client.Client`:
-deploy, start, show, list, workers, signal, query, cancel, resume. Tables for people, ``--json``
-for scripts; a refusal is one line with the API's code and message, and a non-zero exit."""
+deploy, start, show, list, workers, signal, query, cancel, resume and ``schedule …``. Tables for
+people, ``--json`` for scripts; a refusal is one line with the API's code and message, and a
+non-zero exit."""
 
 from __future__ import annotations
 
@@ -68,6 +69,36 @@ def add_api_commands(commands: Any) -> None:
     resume = _command(commands, "resume", "resume a quarantined execution")
     resume.add_argument("execution_id")
     resume.set_defaults(run=_resume)
+
+    _add_schedule_commands(commands)
+
+
+def _add_schedule_commands(commands: Any) -> None:
+    help = "cron schedules: create, list, show, delete, pause, resume, trigger"
+    schedule = commands.add_parser("schedule", help=help, description=help)
+    actions = schedule.add_subparsers(dest="action", required=True, metavar="ACTION")
+    create = _command(actions, "create", "create a schedule (the same fields again: no change)")
+    create.add_argument("schedule_id")
+    create.add_argument("--cron", required=True, help="5 fields, or @hourly, @daily, …")
+    create.add_argument("--workflow", required=True)
+    create.add_argument("--timezone", default="UTC", help="an IANA name (default UTC)")
+    create.add_argument("--version", help="default: the latest version at each occurrence")
+    create.add_argument("--input", help="JSON, or @file holding JSON")
+    create.add_argument("--overlap", choices=["skip", "allow"], default="skip")
+    create.add_argument("--paused", action="store_true")
+    create.set_defaults(run=_api(_create_schedule))
+    _command(actions, "list", "every schedule").set_defaults(run=_api(_list_schedules))
+    for name, help, run in (
+        ("show", "one schedule: next occurrences, last executions", _show_schedule),
+        ("delete", "delete a schedule (its executions go on)", _delete_schedule),
+        ("pause", "pause a schedule", _pause_schedule),
+        ("resume", "resume a schedule (what was missed while paused does not fire)",
+         _resume_schedule),
+        ("trigger", "start an occurrence now", _trigger_schedule),
+    ):  # fmt: skip
+        action = _command(actions, name, help)
+        action.add_argument("schedule_id")
+        action.set_defaults(run=_api(run))
 
 
 def _command(commands: Any, name: str, help: str) -> argparse.ArgumentParser:
@@ -286,6 +317,84 @@ def _resume_execution(client: Client, args: argparse.Namespace) -> int:
 
 
 _resume = _api(_resume_execution)
+
+
+def _create_schedule(client: Client, args: argparse.Namespace) -> int:
+    answer = client.create_schedule(
+        args.schedule_id, args.cron, args.workflow, timezone=args.timezone,
+        version=args.version, input=_json_argument(args.input, "--input"),
+        overlap=args.overlap, paused=args.paused,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    print(f"{args.schedule_id}: {'created' if answer['created'] else 'unchanged'}")
+    _print_schedule(answer)
+    return 0
+
+
+def _list_schedules(client: Client, args: argparse.Namespace) -> int:
+    schedules = client.schedules()
+    if args.json:
+        print(json.dumps({"schedules": schedules}, indent=2))
+        return 0
+    rows = [[s["schedule_id"], s["cron"], s["timezone"], s["workflow"],
+             "paused" if s["paused"] else "active", _time(_first(s["next_occurrences_ms"])),
+             _first(s["last_execution_ids"]) or ""] for s in schedules]  # fmt: skip
+    _table(["schedule", "cron", "timezone", "workflow", "state", "next", "last execution"], rows)
+    return 0
+
+
+def _show_schedule(client: Client, args: argparse.Namespace) -> int:
+    schedule = client.schedule(args.schedule_id)
+    if args.json:
+        print(json.dumps(schedule, indent=2))
+    else:
+        _print_schedule(schedule)
+    return 0
+
+
+def _print_schedule(schedule: dict[str, Any]) -> None:
+    workflow = schedule["workflow"] + (f"@{schedule['version']}" if schedule["version"] else "")
+    state = "paused" if schedule["paused"] else "active"
+    print(f"{schedule['schedule_id']}  {schedule['cron']} ({schedule['timezone']})  {workflow}  "
+          f"overlap {schedule['overlap']}  {state}")  # fmt: skip
+    for ms in schedule["next_occurrences_ms"]:
+        print(f"  next  {_time(ms)} UTC")
+    for execution_id in schedule["last_execution_ids"]:
+        print(f"  ran   {execution_id}")
+    if schedule.get("last_error"):
+        print(f"  last error: {schedule['last_error']}")
+
+
+def _delete_schedule(client: Client, args: argparse.Namespace) -> int:
+    client.delete_schedule(args.schedule_id)
+    print(
+        json.dumps({"deleted": args.schedule_id}) if args.json else f"{args.schedule_id}: deleted"
+    )
+    return 0
+
+
+def _pause_schedule(client: Client, args: argparse.Namespace) -> int:
+    answer = client.pause_schedule(args.schedule_id)
+    print(json.dumps(answer, indent=2) if args.json else f"{args.schedule_id}: paused")
+    return 0
+
+
+def _resume_schedule(client: Client, args: argparse.Namespace) -> int:
+    answer = client.resume_schedule(args.schedule_id)
+    print(json.dumps(answer, indent=2) if args.json else f"{args.schedule_id}: resumed")
+    return 0
+
+
+def _trigger_schedule(client: Client, args: argparse.Namespace) -> int:
+    execution_id = client.trigger_schedule(args.schedule_id)
+    print(json.dumps({"execution_id": execution_id}) if args.json else execution_id)
+    return 0
+
+
+def _first(values: list[Any]) -> Any:
+    return values[0] if values else None
 
 
 # -- helpers -----------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -39,6 +40,9 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     parser.add_argument("--log-format", default="text", choices=["text", "json"],
                         help="one line per event: human-readable or JSON")  # fmt: skip
+    parser.add_argument("--otlp-endpoint", metavar="URL",
+                        help="send OpenTelemetry traces to this OTLP/HTTP collector "
+                             "(needs orbit-actors[otel])")  # fmt: skip
     auth = parser.add_argument_group("authentication and TLS")
     auth.add_argument("--admin-token", help="the API's bearer token (or $ORBIT_ADMIN_TOKEN)")
     auth.add_argument("--admin-token-file", type=Path, help="read the admin token from a file")
@@ -82,8 +86,22 @@ def server_options(args: argparse.Namespace) -> Any:
     return ServerOptions(
         db=args.db, bind=args.bind, synchronous=args.synchronous, runtime=runtime,
         credentials=_credentials(args), insecure=args.insecure, certfile=args.certfile,
-        keyfile=args.keyfile,
+        keyfile=args.keyfile, otlp_endpoint=_otlp_endpoint(args.otlp_endpoint),
     )  # fmt: skip
+
+
+def _otlp_endpoint(url: str | None) -> str | None:
+    if url is None:
+        return None
+    if not url.startswith(("http://", "https://")):
+        raise InvalidRequestError(
+            f"--otlp-endpoint takes an OTLP/HTTP URL like http://127.0.0.1:4318, not {url!r}"
+        )
+    if importlib.util.find_spec("opentelemetry.sdk") is None:
+        raise InvalidRequestError(
+            "--otlp-endpoint needs the otel extra: pip install 'orbit-actors[otel]'"
+        )
+    return url
 
 
 def _credentials(args: argparse.Namespace) -> Any:

@@ -157,6 +157,53 @@ class Client:
         path = self._execution(execution_id, f"/queries/{_segment(name)}")
         return self._call("GET", path).get("value")
 
+    # -- schedules -------------------------------------------------------------------------
+    def create_schedule(
+        self,
+        schedule_id: str,
+        cron: str,
+        workflow: str,
+        *,
+        timezone: str = "UTC",
+        version: str | None = None,
+        input: Any = None,
+        overlap: str = "skip",
+        paused: bool = False,
+    ) -> dict[str, Any]:
+        """Create a schedule; answers it with ``created`` (False: it existed, same fields)."""
+        body = {
+            "schedule_id": schedule_id, "cron": cron, "workflow": workflow, "timezone": timezone,
+            "version": version, "input": input, "overlap": overlap, "paused": paused,
+        }  # fmt: skip
+        return self._call("POST", "/v1/schedules", json_body=body)
+
+    def schedules(self) -> list[dict[str, Any]]:
+        """Every schedule."""
+        found: list[dict[str, Any]] = self._call("GET", "/v1/schedules")["schedules"]
+        return found
+
+    def schedule(self, schedule_id: str) -> dict[str, Any]:
+        """One schedule, with its next occurrences and last executions."""
+        return self._call("GET", self._schedule(schedule_id))
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """Delete a schedule."""
+        self._call("DELETE", self._schedule(schedule_id))
+
+    def pause_schedule(self, schedule_id: str) -> dict[str, Any]:
+        """Pause a schedule; answers it."""
+        return self._call("POST", self._schedule(schedule_id, "/pause"))
+
+    def resume_schedule(self, schedule_id: str) -> dict[str, Any]:
+        """Resume a schedule (what was missed while paused does not fire); answers it."""
+        return self._call("POST", self._schedule(schedule_id, "/resume"))
+
+    def trigger_schedule(self, schedule_id: str) -> str:
+        """Start an occurrence now; returns its execution id."""
+        answer = self._call("POST", self._schedule(schedule_id, "/trigger"))
+        execution_id: str = answer["execution_id"]
+        return execution_id
+
     # -- workers and tasks ---------------------------------------------------------------
     def workers(self) -> list[dict[str, Any]]:
         """Every worker ever registered."""
@@ -187,6 +234,10 @@ class Client:
     def _execution(execution_id: str, tail: str = "") -> str:
         return f"/v1/executions/{_segment(execution_id)}{tail}"
 
+    @staticmethod
+    def _schedule(schedule_id: str, tail: str = "") -> str:
+        return f"/v1/schedules/{_segment(schedule_id)}{tail}"
+
     def _call(
         self,
         method: str,
@@ -212,6 +263,8 @@ class Client:
 
 
 def _answer(response: httpx.Response) -> dict[str, Any]:
+    if response.status_code == 204:
+        return {}
     try:
         body = response.json() if response.content else None
     except json.JSONDecodeError:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -63,6 +63,9 @@ from .store.base import (
 from .supervisor import RestartIntensity, Supervisor
 from .wire.messages import Task
 
+if TYPE_CHECKING:  # the otel extra is optional: the server imports the tracer only when asked
+    from .actors.tracing import Tracer
+
 log = logging.getLogger("orbit.runtime")
 
 
@@ -101,12 +104,16 @@ def tune_gc() -> None:
 
 @asynccontextmanager
 async def open_runtime(
-    store: Store, config: RuntimeConfig | None = None, clock: Clock | None = None
+    store: Store,
+    config: RuntimeConfig | None = None,
+    clock: Clock | None = None,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[Runtime]:
     """Run a runtime on ``store``; it is yielded only once every non-terminal execution has been
-    recovered from its history."""
+    recovered from its history. With ``tracer``, durable batches become OpenTelemetry spans."""
     async with trio.open_nursery() as nursery:
         runtime = Runtime(store, config or RuntimeConfig(), clock or Clock(), nursery)
+        runtime.tracer = tracer
         await runtime.definitions.load()
         await nursery.start(runtime.sessions.serve)
         await runtime.recover()
@@ -141,6 +148,7 @@ class Runtime:
         )  # fmt: skip
         self.http = HttpRunner(nursery, self._report_builtin, enabled=config.enable_http_adapter)
         self.scheduler = Scheduler(self)
+        self.tracer: Tracer | None = None
         self._roots: set[str] = set()
         self._waiters: dict[str, _Waiter] = {}
         self._starting: dict[str, trio.Lock] = {}
@@ -455,6 +463,8 @@ class Runtime:
         self.metrics.observe(state, events)
         self.metrics.commit_seconds.observe(seconds)
         log_batch(state, events)
+        if self.tracer is not None:
+            self.tracer.committed(state, events)
 
     # -- recovery ---------------------------------------------------------------------------
     async def recover(self) -> None:
@@ -463,6 +473,8 @@ class Runtime:
             state, definition = await self._load(execution_id)
             if state.parent is None:
                 self._roots.add(execution_id)
+            if self.tracer is not None:
+                self.tracer.recovered(state)
             await self.supervisor.recover(state, definition)
 
     async def _load(self, execution_id: str) -> tuple[ExecutionState, CompiledDefinition]:

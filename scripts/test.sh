@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Install Orbit with its test tools into a virtual environment (./.venv unless VENV says), then run
-# ruff, mypy --strict and the whole test suite. This is the README's test command; CI runs it.
+# Install Orbit with its test tools and the otel extra into a virtual environment (./.venv unless
+# VENV says), then run ruff, mypy --strict and the whole test suite. This is the README's test
+# command; CI runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e '.[test]'
+"$VENV/bin/python" -m pip install --quiet -e '.[test,otel]'
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
 "$VENV/bin/mypy"

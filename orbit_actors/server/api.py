@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..actors.scheduler import ScheduleSpec
 from ..actors.views import row_summary
 from ..decide.commands import Ack
 from ..errors import InvalidRequestError
@@ -175,6 +176,51 @@ async def run_query(call: Call) -> Answer:
     return 200, {"value": value}
 
 
+# -- schedules -------------------------------------------------------------------------------
+async def create_schedule(call: Call) -> Answer:
+    """Create a schedule (the same id with the same fields answers 200)."""
+    body: m.CreateSchedule = call.body
+    spec = ScheduleSpec(
+        schedule_id=body.schedule_id, cron=body.cron, workflow=body.workflow,
+        timezone=body.timezone, version=body.version,
+        input={} if body.input is None else body.input, overlap=body.overlap,
+    )  # fmt: skip
+    view, created = await call.runtime.create_schedule(spec, body.paused)
+    return (201 if created else 200), {**view, "created": created}
+
+
+async def list_schedules(call: Call) -> Answer:
+    """Every schedule."""
+    return 200, {"schedules": await call.runtime.schedules()}
+
+
+async def get_schedule(call: Call) -> Answer:
+    """One schedule."""
+    (view,) = await call.runtime.schedules(call.params["schedule_id"])
+    return 200, view
+
+
+async def delete_schedule(call: Call) -> Answer:
+    """Delete a schedule; the executions it started go on."""
+    await call.runtime.delete_schedule(call.params["schedule_id"])
+    return 204, None
+
+
+async def pause_schedule(call: Call) -> Answer:
+    """Pause a schedule."""
+    return 200, await call.runtime.pause_schedule(call.params["schedule_id"], paused=True)
+
+
+async def resume_schedule(call: Call) -> Answer:
+    """Resume a schedule; what was missed while paused does not fire."""
+    return 200, await call.runtime.pause_schedule(call.params["schedule_id"], paused=False)
+
+
+async def trigger_schedule(call: Call) -> Answer:
+    """Start an occurrence for the current second."""
+    return 202, {"execution_id": await call.runtime.trigger_schedule(call.params["schedule_id"])}
+
+
 # -- workers and tasks -----------------------------------------------------------------------
 async def list_workers(call: Call) -> Answer:
     """Every worker ever registered."""
@@ -207,6 +253,7 @@ async def fail_task(call: Call) -> Answer:
 
 
 _EXECUTION = "/v1/executions/{execution_id}"
+_SCHEDULE = "/v1/schedules/{schedule_id}"
 ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("POST", "/v1/definitions", register_definition, "Register a definition (IR or YAML)",
              {201: m.DefinitionRegistered, 200: m.DefinitionRegistered}, errors=(400, 409, 413),
@@ -236,6 +283,21 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {202: m.SignalAccepted}, body=m.SendSignal, errors=(404, 409, 413, 422)),
     Endpoint("GET", f"{_EXECUTION}/queries/{{name}}", run_query, "Evaluate a query",
              {200: m.QueryAnswer}, errors=(404, 422)),
+    Endpoint("POST", "/v1/schedules", create_schedule, "Create a schedule",
+             {201: m.ScheduleCreated, 200: m.ScheduleCreated}, body=m.CreateSchedule,
+             errors=(400, 404, 409, 413), tags=("schedules",)),
+    Endpoint("GET", "/v1/schedules", list_schedules, "Every schedule",
+             {200: m.ScheduleList}, tags=("schedules",)),
+    Endpoint("GET", _SCHEDULE, get_schedule, "One schedule",
+             {200: m.Schedule}, errors=(404,), tags=("schedules",)),
+    Endpoint("DELETE", _SCHEDULE, delete_schedule, "Delete a schedule",
+             {204: None}, errors=(404,), tags=("schedules",)),
+    Endpoint("POST", f"{_SCHEDULE}/pause", pause_schedule, "Pause a schedule",
+             {200: m.Schedule}, errors=(404,), tags=("schedules",)),
+    Endpoint("POST", f"{_SCHEDULE}/resume", resume_schedule, "Resume a schedule",
+             {200: m.Schedule}, errors=(404,), tags=("schedules",)),
+    Endpoint("POST", f"{_SCHEDULE}/trigger", trigger_schedule, "Start an occurrence now",
+             {202: m.Triggered}, errors=(404, 409, 429), tags=("schedules",)),
     Endpoint("GET", "/v1/workers", list_workers, "Every worker ever registered",
              {200: m.WorkerList}, tags=("workers",)),
     Endpoint("POST", "/v1/tasks/{token}/complete", complete_task, "Complete a task over HTTP",

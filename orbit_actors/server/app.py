@@ -44,7 +44,9 @@ class AppState:
 
 
 def json_response(status: int, body: Any) -> Response:
-    """A JSON answer."""
+    """A JSON answer (204: no body at all)."""
+    if status == 204:
+        return Response("", status=204)
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     return Response(text, status=status, content_type="application/json")
 

@@ -37,6 +37,19 @@ class SendSignal(_Body):
     payload: Any = None
 
 
+class CreateSchedule(_Body):
+    """``POST /v1/schedules``."""
+
+    schedule_id: str
+    cron: str
+    workflow: str = Field(min_length=1)
+    timezone: str = "UTC"
+    version: str | None = None
+    input: Any = None
+    overlap: str = "skip"
+    paused: bool = False
+
+
 class CompleteTask(_Body):
     """``POST /v1/tasks/{token}/complete``."""
 
@@ -219,6 +232,43 @@ class WorkerList(BaseModel):
     """``{"workers": […]}``."""
 
     workers: list[Worker]
+
+
+class Schedule(BaseModel):
+    """A schedule with its next occurrences (none while paused) and the executions its latest
+    occurrences started, newest first; ``last_error`` says why the latest occurrence that could
+    not start did not."""
+
+    schedule_id: str
+    cron: str
+    timezone: str
+    workflow: str
+    version: str | None
+    input: Any
+    overlap: str
+    paused: bool
+    next_occurrences_ms: list[int]
+    last_execution_ids: list[str]
+    last_error: str | None
+    created_at_ms: int
+
+
+class ScheduleCreated(Schedule):
+    """The answer to ``POST /v1/schedules``."""
+
+    created: bool
+
+
+class ScheduleList(BaseModel):
+    """``{"schedules": […]}``."""
+
+    schedules: list[Schedule]
+
+
+class Triggered(BaseModel):
+    """The answer to ``POST /v1/schedules/{id}/trigger``."""
+
+    execution_id: str
 
 
 class TaskAck(BaseModel):

@@ -5,7 +5,8 @@ The port is open (``/healthz`` answers) while the runtime recovers; ``/readyz`` 
 answer only once every non-terminal execution has been respawned. On a signal the server
 drains: it stops being ready, closes worker connections with 1001 so their sessions can be
 resumed (here after a restart, or elsewhere), lets hypercorn finish the requests in flight, and
-closes the runtime, whose commits in flight complete before the store closes.
+closes the runtime, whose commits in flight complete before the store closes. With
+``--otlp-endpoint``, spans buffered for the collector are flushed last.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 import ipaddress
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import trio
 from hypercorn.config import Config
@@ -25,6 +27,9 @@ from hypercorn.trio import serve as hypercorn_serve
 from ..errors import InvalidRequestError
 from ..runtime import RuntimeConfig, open_runtime, tune_gc
 from ..store.sqlite import open_sqlite_store
+
+if TYPE_CHECKING:
+    from ..actors.tracing import Tracer
 from .app import AppState, create_app
 from .auth import Credentials
 
@@ -47,6 +52,7 @@ class ServerOptions:
     insecure: bool = False  # listen beyond loopback without both kinds of token
     certfile: Path | None = None
     keyfile: Path | None = None
+    otlp_endpoint: str | None = None  # traces go to this OTLP/HTTP collector
 
     @property
     def max_message_bytes(self) -> int:
@@ -70,10 +76,11 @@ async def serve(
     http_done = trio.Event()
     async with (
         open_sqlite_store(options.db, synchronous=options.synchronous) as store,
+        open_tracer(options.otlp_endpoint) as tracer,
         trio.open_nursery() as nursery,
     ):
         urls: list[str] = await nursery.start(_serve_http, app, config, stop, http_done)
-        async with open_runtime(store, options.runtime) as runtime:
+        async with open_runtime(store, options.runtime, tracer=tracer) as runtime:
             tune_gc()
             state.runtime = runtime
             log.info("ready on %s (database %s)", ", ".join(urls), options.db)
@@ -87,6 +94,24 @@ async def serve(
             with trio.move_on_after(options.graceful_timeout + 1):
                 await http_done.wait()
         nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def open_tracer(endpoint: str | None) -> AsyncIterator[Tracer | None]:
+    """A tracer exporting to ``endpoint`` (None without one); what it buffered is flushed on
+    the way out."""
+    if endpoint is None:
+        yield None
+        return
+    from ..actors.tracing import Tracer, open_exporter
+
+    log.info("sending traces to %s", endpoint)
+    tracer = Tracer(open_exporter(endpoint))
+    try:
+        yield tracer
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(tracer.shutdown)
 
 
 async def _serve_http(
