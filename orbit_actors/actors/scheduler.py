@@ -192,7 +192,8 @@ class Scheduler:
             try:
                 await self._add(record)
             except InvalidScheduleError as exc:  # e.g. a time zone the system no longer knows
-                log.error("schedule %s cannot run: %s", record.schedule_id, exc.message)
+                _log(logging.ERROR, "schedule cannot run", schedule_id=record.schedule_id,
+                     reason=exc.message)  # fmt: skip
 
     async def _add(self, record: ScheduleRecord) -> _Entry:
         spec = ScheduleSpec.of(record)
@@ -233,7 +234,9 @@ class Scheduler:
             try:
                 await self._fire(entry, occurrence)
             except OverlapSkippedError as exc:
-                log.info("schedule %s: occurrence skipped: %s", entry.spec.schedule_id, exc.message)
+                _log(logging.INFO, "occurrence skipped", schedule_id=entry.spec.schedule_id,
+                     execution_id=occurrence_id(entry.spec.schedule_id, occurrence),
+                     code=exc.code)  # fmt: skip
                 await self._settle(entry, occurrence, None, None)
             except OrbitError:
                 pass  # _fire logged it and recorded it as the schedule's last error
@@ -264,7 +267,7 @@ class Scheduler:
                 self._entry(schedule_id)
                 await self._store.delete_schedule(schedule_id)
                 del self._entries[schedule_id]
-                log.info("schedule %s deleted", schedule_id)
+                _log(logging.INFO, "schedule deleted", schedule_id=schedule_id)
                 return None
             case PauseSchedule(schedule_id=schedule_id, paused=paused):
                 return await self._pause(self._entry(schedule_id), paused)
@@ -297,7 +300,8 @@ class Scheduler:
         if outcome == "unchanged":
             return await self._view(self._entry(spec.schedule_id)), False
         entry = await self._add(record)
-        log.info("schedule %s created: %s in %s", spec.schedule_id, spec.cron, spec.timezone)
+        _log(logging.INFO, "schedule created", schedule_id=spec.schedule_id, cron=spec.cron,
+             timezone=spec.timezone)  # fmt: skip
         return await self._view(entry), True
 
     async def _pause(self, entry: _Entry, paused: bool) -> dict[str, Any]:
@@ -332,13 +336,14 @@ class Scheduler:
         try:
             await self._host.start_occurrence(spec, execution_id)
         except OrbitError as exc:
-            log.warning("schedule %s: %s did not start: %s", spec.schedule_id, execution_id,
-                        exc.message)  # fmt: skip
+            _log(logging.WARNING, "occurrence not started", schedule_id=spec.schedule_id,
+                 execution_id=execution_id, code=exc.code)  # fmt: skip
             await self._settle(entry, occurrence, None, f"{exc.code}: {exc.message}")
             raise
         await self._settle(entry, occurrence, execution_id, None)
         entry.last_execution_id = execution_id
-        log.info("schedule %s fired %s", spec.schedule_id, execution_id)
+        _log(logging.INFO, "occurrence fired", schedule_id=spec.schedule_id,
+             execution_id=execution_id)  # fmt: skip
         return execution_id
 
     async def _settle(
@@ -363,3 +368,8 @@ class Scheduler:
             "next_occurrences_ms": upcoming, "last_execution_ids": executions,
             "last_error": record.last_error, "created_at_ms": record.created_at_ms,
         }  # fmt: skip
+
+
+def _log(level: int, message: str, **fields: Any) -> None:
+    """One structured line (the fields ride on ``record.orbit``, as event_log.py's do)."""
+    log.log(level, message, extra={"orbit": fields})
