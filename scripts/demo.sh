@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e .
+"$VENV/bin/python" -m pip install --quiet -e '.[otel]'
 "$VENV/bin/orbit" check examples/*.yaml
 "$VENV/bin/python" examples/run.py "${1:-order_saga}"

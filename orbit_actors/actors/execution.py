@@ -36,9 +36,30 @@ RUNTIME_WORKER = "orbit-runtime"
 RESTARTED = "runtime restarted while the built-in task was running"
 
 
+class _RandomHex:
+    """Unguessable hex from the OS's CSPRNG, read 4 KiB at a time: one ``getrandom`` call per
+    256 tokens instead of one each (it was 2% of the runtime's CPU)."""
+
+    def __init__(self) -> None:
+        self._hex = ""
+        self._at = 0
+
+    def take(self, nbytes: int) -> str:
+        """``nbytes`` random bytes as hex, never handed out twice."""
+        end = self._at + 2 * nbytes
+        if end > len(self._hex):
+            self._hex, self._at, end = secrets.token_hex(4096), 0, 2 * nbytes
+        piece = self._hex[self._at : end]
+        self._at = end
+        return piece
+
+
+_random_hex = _RandomHex()
+
+
 def new_token(execution_id: str) -> str:
     """A fresh dispatch token; it names its execution so results route without a global map."""
-    return f"{secrets.token_hex(8)}@{execution_id}"
+    return f"{_random_hex.take(8)}@{execution_id}"
 
 
 def execution_of(token: str) -> str | None:

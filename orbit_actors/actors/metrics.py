@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -78,6 +79,7 @@ class Metrics:
             buckets=_LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
         r.register(_Gauges(snapshot))
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
 
     def observe(self, state: ExecutionState, batch: Iterable[Event]) -> None:
         """Count a durable batch of ``state``'s events."""
@@ -85,24 +87,33 @@ class Metrics:
         for event in batch:
             kind = event.type
             if kind in _STEP_OUTCOMES:
-                self.steps.labels(workflow, _STEP_OUTCOMES[kind]).inc()
+                self._child(self.steps, workflow, _STEP_OUTCOMES[kind]).inc()
                 if kind in ("StepSucceeded", "StepAttemptFailed"):
                     self._start_to_close(state, event)
             elif kind == "StepDispatched":
                 unit = state.units.get(getattr(event, "step", ""))
                 if unit is not None and unit.scheduled_at_ms:
                     waited = max(0, event.timestamp_ms - unit.scheduled_at_ms) / 1000
-                    self.schedule_to_start.labels(workflow).observe(waited)
+                    self._child(self.schedule_to_start, workflow).observe(waited)
             elif kind == "WorkflowCreated" and getattr(event, "run", 1) == 1:
-                self.started.labels(workflow).inc()
+                self._child(self.started, workflow).inc()
             elif kind in _FINISHED:
-                self.finished.labels(workflow, _FINISHED[kind]).inc()
+                self._child(self.finished, workflow, _FINISHED[kind]).inc()
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, remembered: ``labels`` takes a lock and builds a key on
+        every call, and each event asks for one."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def _start_to_close(self, state: ExecutionState, event: Event) -> None:
         unit = state.units.get(getattr(event, "step", ""))
         if unit is not None and unit.dispatched_at_ms is not None:
             took = max(0, event.timestamp_ms - unit.dispatched_at_ms) / 1000
-            self.start_to_close.labels(state.workflow).observe(took)
+            self._child(self.start_to_close, state.workflow).observe(took)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""

@@ -4,6 +4,7 @@ compiled, dependencies resolved both ways, retry policies merged. Built by :mod:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from .expressions import Expression, Template
@@ -50,9 +51,10 @@ class StepPlan:
         """The step id."""
         return self.step.id
 
-    @property
+    @cached_property
     def kind(self) -> str:
-        """The step's kind (``until`` reads as ``sleep``)."""
+        """The step's kind (``until`` reads as ``sleep``); the decider asks often, so it is
+        worked out once."""
         return self.step.kind
 
     @property
