@@ -238,8 +238,10 @@ class Scheduler:
                      execution_id=occurrence_id(entry.spec.schedule_id, occurrence),
                      code=exc.code)  # fmt: skip
                 await self._settle(entry, occurrence, None, None)
-            except OrbitError:
-                pass  # _fire logged it and recorded it as the schedule's last error
+            except OrbitError as exc:  # a start refused is also the schedule's last error
+                _log(logging.WARNING, "occurrence not started", schedule_id=entry.spec.schedule_id,
+                     execution_id=occurrence_id(entry.spec.schedule_id, occurrence),
+                     code=exc.code, reason=exc.message)  # fmt: skip
             settled = max(entry.record.settled_ms, occurrence)
             entry.record = replace(entry.record, settled_ms=settled)
             self._plan(entry)
@@ -336,8 +338,6 @@ class Scheduler:
         try:
             await self._host.start_occurrence(spec, execution_id)
         except OrbitError as exc:
-            _log(logging.WARNING, "occurrence not started", schedule_id=spec.schedule_id,
-                 execution_id=execution_id, code=exc.code)  # fmt: skip
             await self._settle(entry, occurrence, None, f"{exc.code}: {exc.message}")
             raise
         await self._settle(entry, occurrence, execution_id, None)
