@@ -3,8 +3,9 @@
     python bench/runtime.py [--quick]
 
 A 3-step workflow, a fake worker answering every task at once: executions per second and
-start-to-complete latency (p50/p99) with 100 and with 10,000 executions in flight; then the
-resident memory per execution waiting on a signal, with 100,000 waiting. Ends with one JSON line.
+start-to-complete latency (p50/p99) with 100 and with 10,000 executions in flight (after 500
+executions to warm up, as bench/e2e.py does); then the resident memory per execution waiting on
+a signal, with 100,000 waiting. Ends with one JSON line.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ async def main(quick: bool, folder: Path) -> None:
         worker = FakeWorker(runtime, "bench", [("t", "1")], concurrency=10_000)
         async with trio.open_nursery() as nursery:
             await nursery.start(worker.serve)
+            await rate(runtime, 100, 500, "warm")  # as bench/e2e.py: caches, pages, allocator
             rate_100, lat_100 = await rate(runtime, 100, 1000 if quick else 5000, "a")
             rate_10k, lat_10k = await rate(runtime, 10_000, 2000 if quick else 20_000, "b")
             waiting = 10_000 if quick else 100_000
