@@ -171,17 +171,22 @@ class Scheduler:
         reloads the schedules from the store and goes on (the mailbox survives it)."""
         await self._load()
         task_status.started()
-        loaded = True
         while True:
             try:
-                if not loaded:
-                    await self._load()
-                    loaded = True
                 await self._serve()
             except Exception:
                 log.exception("scheduler crashed; reloading its schedules from the store")
-                loaded = False
-                await trio.sleep(CRASH_BACKOFF_SECONDS)  # a failing store is not hammered
+                await self._reload()
+
+    async def _reload(self) -> None:
+        """Reload from the store, pausing between tries so a failing store is not hammered."""
+        while True:
+            await trio.sleep(CRASH_BACKOFF_SECONDS)
+            try:
+                await self._load()
+                return
+            except Exception:
+                log.exception("the scheduler could not reload its schedules")
 
     async def _load(self) -> None:
         released = await self._store.release_claims(except_owner=self._host.instance_id)
@@ -242,6 +247,7 @@ class Scheduler:
                 _log(logging.WARNING, "occurrence not started", schedule_id=entry.spec.schedule_id,
                      execution_id=occurrence_id(entry.spec.schedule_id, occurrence),
                      code=exc.code, reason=exc.message)  # fmt: skip
+            # past it in memory even when another server claimed it (nothing settled here)
             settled = max(entry.record.settled_ms, occurrence)
             entry.record = replace(entry.record, settled_ms=settled)
             self._plan(entry)
@@ -307,10 +313,8 @@ class Scheduler:
         return await self._view(entry), True
 
     async def _pause(self, entry: _Entry, paused: bool) -> dict[str, Any]:
-        now = self._clock.now_ms()
-        await self._store.set_schedule_paused(entry.spec.schedule_id, paused, now)
-        settled = entry.record.settled_ms if paused else max(entry.record.settled_ms, now)
-        entry.record = replace(entry.record, paused=paused, settled_ms=settled)
+        await self._store.set_schedule_paused(entry.spec.schedule_id, paused, self._clock.now_ms())
+        await self._refresh(entry)
         self._plan(entry)
         return await self._view(entry)
 
@@ -350,9 +354,13 @@ class Scheduler:
         self, entry: _Entry, occurrence: int, execution_id: str | None, error: str | None
     ) -> None:
         await self._store.settle_occurrence(entry.spec.schedule_id, occurrence, execution_id, error)
-        last_error = None if execution_id is not None else (error or entry.record.last_error)
-        settled = max(entry.record.settled_ms, occurrence)
-        entry.record = replace(entry.record, settled_ms=settled, last_error=last_error)
+        await self._refresh(entry)
+
+    async def _refresh(self, entry: _Entry) -> None:
+        """Take the record back from the store, whose rules say what settling and pausing do."""
+        record = await self._store.schedule(entry.spec.schedule_id)
+        if record is not None:
+            entry.record = record
 
     async def _view(self, entry: _Entry) -> dict[str, Any]:
         """A schedule as the API shows it."""

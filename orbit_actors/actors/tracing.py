@@ -162,8 +162,10 @@ class Tracer:
     def _end_attempt(self, state: ExecutionState, event: AttemptEnd) -> None:
         key = event.step
         unit = state.units.get(key)
-        attempt = event.attempt if not isinstance(event, ev.StepCancelled) else None
-        attempt = attempt or (unit.attempt if unit else 1)
+        if isinstance(event, ev.StepCancelled):  # it names no attempt: the current one
+            attempt = unit.attempt if unit else 1
+        else:
+            attempt = event.attempt
         started = self._attempts.get(state.execution_id, {}).pop(key, None)
         start_ms = started[1] if started else (unit.scheduled_at_ms if unit else 0)
         attributes: dict[str, Any] = {
