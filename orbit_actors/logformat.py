@@ -58,4 +58,3 @@ def configure_logging(level: str = "info", log_format: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(getattr(logging, level.upper()))
-    logging.getLogger("hypercorn.access").setLevel(logging.WARNING)

@@ -12,7 +12,7 @@ ORDER = ["errors", "ir", "history", "decide", "wire", "mailbox", "store", "actor
          "runtime", "server", "worker", "client", "cli", "testing"]  # fmt: skip
 PURE = {"ir", "history", "decide", "wire"}
 FORBIDDEN_IN_PURE = {"trio", "sqlite3", "socket", "httpx", "asyncio", "threading", "psycopg",
-                     "quart", "quart_trio", "hypercorn", "trio_websocket", "urllib", "http"}  # fmt: skip
+                     "h11", "wsproto", "trio_websocket", "urllib", "http"}  # fmt: skip
 
 
 def imports_of(source: str, package: str) -> list[str]:

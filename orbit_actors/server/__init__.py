@@ -1,6 +1,6 @@
-"""The server: the HTTP API and the worker gateway on one hypercorn port (see :mod:`.serve`)."""
+"""The server: the HTTP API and the worker gateway on one port (see :mod:`.serve`)."""
 
-from .app import AppState, create_app
+from .app import AppState, OrbitApp
 from .serve import DEFAULT_BIND, ServerOptions, serve
 
-__all__ = ["DEFAULT_BIND", "AppState", "ServerOptions", "create_app", "serve"]
+__all__ = ["DEFAULT_BIND", "AppState", "OrbitApp", "ServerOptions", "serve"]

@@ -1,28 +1,28 @@
-"""The quart-trio application: the HTTP API routes of :mod:`.api`, the worker WebSocket route of
-:mod:`.gateway`, health and readiness, and the one mapping of errors to answers.
+"""The Orbit application: the HTTP API routes of :mod:`.api`, the worker WebSocket route of
+:mod:`.gateway`, health, readiness, metrics, and the one mapping of errors to answers, served
+by :mod:`.transport`.
 
 Every answer is JSON. An :class:`~orbit_actors.errors.OrbitError` becomes its code, status and
-message; a body over the request limit is 413 before it is read; a malformed body is 400
-``INVALID_REQUEST`` naming the field; anything unexpected is 500 ``INTERNAL``, logged with its
-traceback and never shown to the caller. Until the runtime has recovered, ``/v1`` answers 503.
+message; a body over the request limit is 413 before it is read (the transport); a malformed
+body is 400 ``INVALID_REQUEST`` naming the field; anything unexpected is 500 ``INTERNAL``,
+logged with its traceback and never shown to the caller. Until the runtime has recovered,
+``/v1`` answers 503.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from quart import Quart, Response, request, websocket
-from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException
 
 from ..errors import (
     InvalidRequestError,
     OrbitError,
-    PayloadTooLargeError,
     UnauthenticatedError,
 )
 from ..runtime import Runtime
@@ -30,6 +30,7 @@ from .api import ENDPOINTS, Call, Endpoint
 from .auth import Credentials
 from .gateway import serve_connection
 from .openapi import openapi_document
+from .transport import Request, Response, WebSocket
 
 log = logging.getLogger("orbit.server")
 
@@ -46,9 +47,9 @@ class AppState:
 def json_response(status: int, body: Any) -> Response:
     """A JSON answer (204: no body at all)."""
     if status == 204:
-        return Response("", status=204)
+        return Response(204)
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    return Response(text, status=status, content_type="application/json")
+    return Response(status, text.encode())
 
 
 def error_response(error: OrbitError) -> Response:
@@ -56,73 +57,120 @@ def error_response(error: OrbitError) -> Response:
     return json_response(error.status, error.to_body())
 
 
-def create_app(state: AppState, max_request_bytes: int) -> Quart:
-    """The application serving ``state``'s runtime."""
-    app = QuartTrio("orbit")
-    app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
-    app.config["BODY_TIMEOUT"] = 60
-    openapi_text = json.dumps(openapi_document())
-    for endpoint in ENDPOINTS:
-        _add_route(app, state, endpoint)
+def refusal(status: int, message: str) -> Response:
+    """The answer to a request the transport could not read (400, 408, 413, 431)."""
+    code = "PAYLOAD_TOO_LARGE" if status == 413 else "INVALID_REQUEST"
+    return json_response(status, {"error": {"code": code, "message": message}})
 
-    @app.before_request
-    async def authenticate() -> Response | None:
-        refused = _refusal(state.credentials, request.path, request.headers.get("Authorization"))
-        return error_response(refused) if refused is not None else None
 
-    @app.before_request
-    async def read_the_body() -> None:
-        # a body nobody reads (a GET with a body, an unknown path) would stall the next request
-        # on the same keep-alive connection; read it here, within the request limit
-        if request.content_length or "chunked" in request.headers.get("Transfer-Encoding", ""):
-            await request.get_data()
+Route = Callable[[Request, dict[str, str]], Awaitable[Response]]
 
-    @app.get("/v1/openapi.json")
-    async def openapi() -> Response:
-        return Response(openapi_text, content_type="application/json")
 
-    @app.get("/metrics")
-    async def metrics() -> Response:
-        runtime = state.runtime
+class _Router:
+    """Routes by method and path; a path parameter is one non-empty segment."""
+
+    def __init__(self) -> None:
+        self._routes: list[tuple[re.Pattern[str], dict[str, Route]]] = []
+        self._static: dict[str, dict[str, Route]] = {}
+
+    def add(self, method: str, path: str, route: Route) -> None:
+        if "{" not in path:
+            self._static.setdefault(path, {})[method] = route
+            return
+        pattern = re.compile("^" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(path)) + "$")
+        for known, methods in self._routes:
+            if known.pattern == pattern.pattern:
+                methods[method] = route
+                return
+        self._routes.append((pattern, {method: route}))
+
+    def match(self, path: str) -> tuple[dict[str, Route], dict[str, str]] | None:
+        """The routes of ``path`` by method and its parameters, or None for an unknown path."""
+        static = self._static.get(path)
+        if static is not None:
+            return static, {}
+        for pattern, methods in self._routes:
+            found = pattern.match(path)
+            if found is not None:
+                return methods, found.groupdict()
+        return None
+
+
+class OrbitApp:
+    """The transport's :class:`~orbit_actors.server.transport.Application` for ``state``."""
+
+    def __init__(self, state: AppState) -> None:
+        self._state = state
+        self._router = _Router()
+        for endpoint in ENDPOINTS:
+            self._router.add(endpoint.method, endpoint.path, _endpoint_route(state, endpoint))
+        openapi_text = json.dumps(openapi_document()).encode()
+
+        async def openapi(request: Request, params: dict[str, str]) -> Response:
+            return Response(200, openapi_text)
+
+        self._router.add("GET", "/v1/openapi.json", openapi)
+        self._router.add("GET", "/metrics", self._metrics)
+        self._router.add("GET", "/healthz", self._healthz)
+        self._router.add("GET", "/readyz", self._readyz)
+
+    async def respond(self, request: Request) -> Response:
+        """The answer to ``request``; an unexpected fault is 500 ``INTERNAL``, logged."""
+        try:
+            refused = _refusal(
+                self._state.credentials, request.path, request.headers.get("authorization")
+            )
+            if refused is not None:
+                return error_response(refused)
+            found = self._router.match(request.path)
+            if found is None:
+                return _not_routed(404, "NOT_FOUND", f"no such endpoint: {request.path}")
+            methods, params = found
+            route = methods.get(request.method)
+            if route is None:
+                message = f"{request.method} is not allowed on {request.path}"
+                return _not_routed(405, "METHOD_NOT_ALLOWED", message)
+            return await route(request, params)
+        except Exception:
+            log.exception("unexpected fault answering %s %s", request.method, request.path)
+            return json_response(500, {"error": {"code": "INTERNAL", "message": "internal error"}})
+
+    async def websocket(self, request: Request, socket: WebSocket) -> Response | None:
+        """The worker gateway on ``/v1/workers/connect``; any other path is 404."""
+        if request.path != "/v1/workers/connect":
+            return await self.respond(request)
+        worker = self._state.credentials.worker(request.headers.get("authorization"))
+        if worker is None:  # refused in the handshake: HTTP 401, no socket
+            return error_response(UnauthenticatedError(_WORKER_TOKEN_NEEDED))
+        runtime = self._state.runtime
+        if runtime is None or self._state.draining:
+            await socket.accept()
+            await socket.close(1013, "the server is not ready; try again shortly")
+            return None
+        await serve_connection(runtime, socket, worker.worker_id)
+        return None
+
+    async def _metrics(self, request: Request, params: dict[str, str]) -> Response:
+        runtime = self._state.runtime
         ready = (
             "# HELP orbit_ready 1 once recovery has finished.\n# TYPE orbit_ready gauge\n"
             f"orbit_ready {0 if runtime is None else 1}\n"
         )
         body = ready.encode() + (runtime.metrics.render() if runtime is not None else b"")
-        return Response(body, content_type="text/plain; version=0.0.4; charset=utf-8")
+        return Response(200, body, content_type="text/plain; version=0.0.4; charset=utf-8")
 
-    @app.get("/healthz")
-    async def healthz() -> Response:
+    async def _healthz(self, request: Request, params: dict[str, str]) -> Response:
         return json_response(200, {"status": "ok"})
 
-    @app.get("/readyz")
-    async def readyz() -> Response:
+    async def _readyz(self, request: Request, params: dict[str, str]) -> Response:
+        state = self._state
         if state.runtime is None or state.draining:
             return json_response(503, {"status": "starting" if not state.draining else "draining"})
         return json_response(200, {"status": "ready"})
 
-    @app.websocket("/v1/workers/connect")
-    async def connect() -> Response | None:
-        worker = state.credentials.worker(websocket.headers.get("Authorization"))
-        if worker is None:  # refused in the handshake: HTTP 401, no socket
-            return error_response(UnauthenticatedError(_WORKER_TOKEN_NEEDED))
-        runtime = state.runtime
-        if runtime is None or state.draining:
-            await websocket.close(1013, "the server is not ready; try again shortly")
-            return None
-        await serve_connection(runtime, websocket, worker.worker_id)
-        return None
 
-    @app.errorhandler(HTTPException)
-    async def http_error(exc: HTTPException) -> Response:
-        return _http_error(exc)
-
-    @app.errorhandler(Exception)
-    async def unexpected(exc: Exception) -> Response:
-        log.exception("unexpected fault answering %s %s", request.method, request.path)
-        return json_response(500, {"error": {"code": "INTERNAL", "message": "internal error"}})
-
-    return app
+def _not_routed(status: int, code: str, message: str) -> Response:
+    return json_response(status, {"error": {"code": code, "message": message}})
 
 
 _ADMIN_TOKEN_NEEDED = "a valid admin token is required: send `Authorization: Bearer <admin token>`"
@@ -150,41 +198,23 @@ def _refusal(credentials: Credentials, path: str, authorization: str | None) -> 
     return None
 
 
-def _http_error(exc: HTTPException) -> Response:
-    status = exc.code or 500
-    if status == 413:  # the body was not read: the connection cannot carry another request
-        response = error_response(
-            PayloadTooLargeError("the request body is over the server's limit")
-        )
-        response.headers["Connection"] = "close"
-        return response
-    code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(status, "INVALID_REQUEST")
-    message = {
-        404: f"no such endpoint: {request.path}",
-        405: f"{request.method} is not allowed on {request.path}",
-    }.get(status, exc.description or "bad request")
-    return json_response(status, {"error": {"code": code, "message": message}})
-
-
-def _add_route(app: Quart, state: AppState, endpoint: Endpoint) -> None:
-    rule = endpoint.path.replace("{", "<").replace("}", ">")
-
-    async def view(**params: str) -> Response:
+def _endpoint_route(state: AppState, endpoint: Endpoint) -> Route:
+    async def route(request: Request, params: dict[str, str]) -> Response:
         runtime = state.runtime
         if runtime is None:
             return json_response(
                 503, {"error": {"code": "UNAVAILABLE", "message": "the server is still recovering"}}
             )
         try:
-            call = Call(runtime, params, content_type=request.content_type or "")
+            call = Call(runtime, params, content_type=request.content_type)
             if _is_worker_path(request.path):
-                worker = state.credentials.worker(request.headers.get("Authorization"))
+                worker = state.credentials.worker(request.headers.get("authorization"))
                 call.worker_id = worker.worker_id if worker is not None else None
-            call.query = _validated(endpoint.query, dict(request.args), "query")
+            call.query = _validated(endpoint.query, request.query, "query")
             if endpoint.raw_body:
-                call.body = await _text_body()
+                call.body = _text_body(request.body)
             elif endpoint.body is not None:
-                call.body = _validated(endpoint.body, await _json_body(), "body")
+                call.body = _validated(endpoint.body, _json_body(request.body), "body")
             status, body = await endpoint.handler(call)
         except OrbitError as exc:
             if exc.status >= 500:
@@ -192,21 +222,18 @@ def _add_route(app: Quart, state: AppState, endpoint: Endpoint) -> None:
             return error_response(exc)
         return json_response(status, body)
 
-    view.__name__ = f"{endpoint.handler.__name__}_{endpoint.method.lower()}_{len(rule)}"
-    app.add_url_rule(rule, view.__name__, view, methods=[endpoint.method])
+    return route
 
 
-async def _text_body() -> str:
-    data = await request.get_data(as_text=False)
-    assert isinstance(data, bytes)
+def _text_body(data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidRequestError("the body is not UTF-8 text") from None
 
 
-async def _json_body() -> Any:
-    text = await _text_body()
+def _json_body(data: bytes) -> Any:
+    text = _text_body(data)
     if not text.strip():
         return None
     try:

@@ -21,6 +21,7 @@ from ..actors.sessions import Connection
 from ..errors import OrbitError
 from ..runtime import Runtime
 from ..wire import messages as wire
+from .transport import SocketClosed
 
 log = logging.getLogger("orbit.gateway")
 
@@ -32,8 +33,14 @@ class Socket(Protocol):
     """What the gateway needs of a server-side WebSocket."""
 
     async def accept(self) -> None: ...
-    async def receive(self) -> str | bytes: ...
-    async def send(self, data: str) -> None: ...
+    async def receive(self) -> str | bytes:
+        """The next message; raises :class:`SocketClosed` once the socket is closed."""
+        ...
+
+    async def send(self, data: str) -> None:
+        """Send one message; raises :class:`SocketClosed` once the socket is closed."""
+        ...
+
     async def close(self, code: int, reason: str = "") -> None: ...
 
 
@@ -47,7 +54,7 @@ async def serve_connection(
     runtime: Runtime, socket: Socket, bound_worker_id: str | None = None
 ) -> None:
     """Serve one worker connection until it closes (either side); frames over the size limit
-    are refused by hypercorn (1009) before they reach here."""
+    are refused by the transport (1009) before they reach here."""
     await socket.accept()
     outbox_send, outbox_receive = trio.open_memory_channel[str | _Close](math.inf)
     errors_in_row = 0
@@ -70,7 +77,11 @@ async def serve_connection(
             nursery.start_soon(_write, socket, outbox_receive, nursery.cancel_scope)
             nursery.start_soon(_register_in_time, connection, runtime.sessions.timeout_ms, close)
             while True:
-                frame = await socket.receive()
+                try:
+                    frame = await socket.receive()
+                except SocketClosed:
+                    nursery.cancel_scope.cancel()
+                    return
                 sent_error = False
                 message = _decode(frame, send)
                 if isinstance(message, wire.Complete | wire.Fail):
@@ -128,11 +139,13 @@ async def _handle_result(
 async def _write(
     socket: Socket, outbox: trio.MemoryReceiveChannel[str | _Close], scope: trio.CancelScope
 ) -> None:
-    async for item in outbox:
-        if isinstance(item, _Close):
-            try:
+    try:
+        async for item in outbox:
+            if isinstance(item, _Close):
                 await socket.close(item.code, item.reason)
-            finally:
-                scope.cancel()
-            return
-        await socket.send(item)
+                return
+            await socket.send(item)
+    except SocketClosed:
+        pass
+    finally:
+        scope.cancel()

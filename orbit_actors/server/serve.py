@@ -1,10 +1,10 @@
-"""Running the server: one hypercorn process serving the HTTP API and the worker gateway on one
-port, on a SQLite store, until SIGTERM or SIGINT.
+"""Running the server: one process serving the HTTP API and the worker gateway on one port
+(:mod:`.transport`), on a SQLite store, until SIGTERM or SIGINT.
 
 The port is open (``/healthz`` answers) while the runtime recovers; ``/readyz`` and the API
 answer only once every non-terminal execution has been respawned. On a signal the server
 drains: it stops being ready, closes worker connections with 1001 so their sessions can be
-resumed (here after a restart, or elsewhere), lets hypercorn finish the requests in flight, and
+resumed (here after a restart, or elsewhere), lets the requests in flight finish, and
 closes the runtime, whose commits in flight complete before the store closes. With
 ``--otlp-endpoint``, spans buffered for the collector are flushed last.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import signal
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,8 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve as hypercorn_serve
 
 from ..errors import InvalidRequestError
 from ..runtime import RuntimeConfig, open_runtime, tune_gc
@@ -30,8 +29,9 @@ from ..store.sqlite import open_sqlite_store
 
 if TYPE_CHECKING:
     from ..actors.tracing import Tracer
-from .app import AppState, create_app
+from .app import AppState, OrbitApp, refusal
 from .auth import Credentials
+from .transport import Limits, Server, open_listeners
 
 log = logging.getLogger("orbit.server")
 
@@ -70,16 +70,16 @@ async def serve(
     runtime has recovered."""
     check_exposure(options)
     state = AppState(credentials=options.credentials)
-    app = create_app(state, options.max_message_bytes)
-    config = _hypercorn_config(options)
-    stop = trio.Event()
-    http_done = trio.Event()
+    limits = Limits(max_body_bytes=options.max_message_bytes,
+                    max_message_bytes=options.max_message_bytes)  # fmt: skip
+    server = Server(OrbitApp(state), limits, refusal)
+    listeners, urls = await open_listeners(options.bind, _ssl_context(options))
     async with (
         open_sqlite_store(options.db, synchronous=options.synchronous) as store,
         open_tracer(options.otlp_endpoint) as tracer,
-        trio.open_nursery() as nursery,
+        trio.open_nursery() as connections,
     ):
-        urls: list[str] = await nursery.start(_serve_http, app, config, stop, http_done)
+        await connections.start(server.serve, listeners, connections)
         async with open_runtime(store, options.runtime, tracer=tracer) as runtime:
             tune_gc()
             state.runtime = runtime
@@ -89,11 +89,10 @@ async def serve(
             await _until_signal()
             log.info("shutting down: draining worker connections and requests")
             state.draining = True
+            server.stop_accepting()
             runtime.sessions.close_connections(1001, "server shutting down; resume the session")
-            stop.set()
-            with trio.move_on_after(options.graceful_timeout + 1):
-                await http_done.wait()
-        nursery.cancel_scope.cancel()
+            await server.drain(options.graceful_timeout)
+            connections.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -112,16 +111,6 @@ async def open_tracer(endpoint: str | None) -> AsyncIterator[Tracer | None]:
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(tracer.shutdown)
-
-
-async def _serve_http(
-    app: object, config: Config, stop: trio.Event, done: trio.Event,
-    *, task_status: trio.TaskStatus[list[str]],
-) -> None:  # fmt: skip
-    try:
-        await hypercorn_serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)  # type: ignore[arg-type]
-    finally:
-        done.set()
 
 
 async def _until_signal() -> None:
@@ -158,15 +147,10 @@ def check_exposure(options: ServerOptions) -> None:
         )
 
 
-def _hypercorn_config(options: ServerOptions) -> Config:
-    config = Config()
-    config.bind = [options.bind]
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")
-    config.websocket_max_message_size = options.max_message_bytes
-    config.graceful_timeout = options.graceful_timeout
-    config.keep_alive_timeout = 75
-    if options.certfile is not None:
-        config.certfile = str(options.certfile)
-        config.keyfile = str(options.keyfile) if options.keyfile is not None else None
-    return config
+def _ssl_context(options: ServerOptions) -> ssl.SSLContext | None:
+    if options.certfile is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(options.certfile, options.keyfile)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
