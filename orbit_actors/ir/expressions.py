@@ -27,6 +27,8 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_INT64 = range(-(2**63), 2**63)
 
 
 class ExpressionSyntaxError(ValueError):
@@ -50,9 +52,19 @@ class Expression:
     variables: frozenset[str]
     step_refs: frozenset[str]
     reads_all_steps: bool
+    field_path: tuple[str, ...] | None = None  # set when the source is only ``a.b.c``
 
     def evaluate(self, scope: Scope) -> Any:
         """The expression's JSON value in ``scope``; raises :class:`EvaluationError`."""
+        if self.field_path is not None:
+            # most expressions only select fields; reading them directly gives the value CEL
+            # would, without converting the bindings to CEL and back. Anything unusual on the
+            # way (a missing key, a non-map, a value CEL would treat differently) goes to CEL,
+            # so errors stay CEL's own.
+            try:
+                return scope.select(self.field_path)
+            except _NotPlain:
+                pass
         try:
             result = self.program.execute(scope.bindings(self))
         except EvaluationError:
@@ -72,7 +84,9 @@ def compile_expression(source: str) -> Expression:
         raise ExpressionSyntaxError(_syntax_message(exc)) from None
     bound, step_refs, all_steps = _scan(source)
     variables = frozenset(program.variables()) - bound
-    return Expression(source, program, variables, frozenset(step_refs), all_steps)
+    stripped = source.strip()
+    path = tuple(stripped.split(".")) if _FIELD_PATH.fullmatch(stripped) else None
+    return Expression(source, program, variables, frozenset(step_refs), all_steps, path)
 
 
 class Scope:
@@ -98,6 +112,26 @@ class Scope:
             elif name in self._values:
                 out[name] = self._values[name]
         return out
+
+    def select(self, path: tuple[str, ...]) -> Any:
+        """The JSON value at ``path`` (``steps.<id>.…`` through the step view); raises
+        :class:`_NotPlain` unless every step is a present key of a map and the value is plain
+        JSON that CEL would give back unchanged."""
+        head, rest = path[0], path[1:]
+        if head == "steps" and self._step_view is not None:
+            if not rest:
+                raise _NotPlain
+            value: Any = self._step_view(rest[0])
+            rest = rest[1:]
+        elif head in self._values:
+            value = self._values[head]
+        else:
+            raise _NotPlain
+        for key in rest:
+            if type(value) is not dict or key not in value:
+                raise _NotPlain
+            value = value[key]
+        return _plain_copy(value)
 
     def _steps_for(self, expression: Expression) -> dict[str, Any]:
         assert self._step_view is not None
@@ -180,6 +214,36 @@ def _render(node: Any, scope: Scope) -> Any:
 
 def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+class _NotPlain(Exception):
+    """A field path cannot be read directly; CEL evaluates it."""
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of JSON ``value`` (int64 integers, finite floats, string keys), else
+    :class:`_NotPlain`."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        if value in _INT64:
+            return value
+        raise _NotPlain
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise _NotPlain
+    if kind is dict:
+        copy = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            copy[key] = _plain_copy(item)
+        return copy
+    if kind is list:
+        return [_plain_copy(item) for item in value]
+    raise _NotPlain
 
 
 def to_json_value(value: Any) -> Any:

@@ -37,8 +37,8 @@ class Socket(Protocol):
         """The next message; raises :class:`SocketClosed` once the socket is closed."""
         ...
 
-    async def send(self, data: str) -> None:
-        """Send one message; raises :class:`SocketClosed` once the socket is closed."""
+    async def send(self, *messages: str) -> None:
+        """Send messages in one write; raises :class:`SocketClosed` once the socket is closed."""
         ...
 
     async def close(self, code: int, reason: str = "") -> None: ...
@@ -141,10 +141,18 @@ async def _write(
 ) -> None:
     try:
         async for item in outbox:
+            batch: list[str] = []
+            while not isinstance(item, _Close):
+                batch.append(item)
+                try:  # whatever else is already queued leaves in the same write
+                    item = outbox.receive_nowait()
+                except trio.WouldBlock:
+                    break
+            if batch:
+                await socket.send(*batch)
             if isinstance(item, _Close):
                 await socket.close(item.code, item.reason)
                 return
-            await socket.send(item)
     except SocketClosed:
         pass
     finally:

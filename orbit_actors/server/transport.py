@@ -159,11 +159,12 @@ class WebSocket:
                     raise SocketClosed
             await self._feed()
 
-    async def send(self, data: str) -> None:
-        """Send one text message; raises :class:`SocketClosed` once the socket is closed."""
+    async def send(self, *messages: str) -> None:
+        """Send text messages, in order, in one write; raises :class:`SocketClosed` once the
+        socket is closed."""
         if self._closed:
             raise SocketClosed
-        await self._send_raw(self._ws.send(Message(data=data)))
+        await self._send_raw(b"".join(self._ws.send(Message(data=data)) for data in messages))
 
     async def close(self, code: int, reason: str = "") -> None:
         """Send a close frame (once); the transport closes the stream when the handler ends."""

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from orbit_actors.ir.expressions import EvaluationError, Scope, compile_expression, compile_template
 
@@ -68,3 +72,43 @@ def test_bindings_convert_only_the_steps_an_expression_reads() -> None:
     expression = compile_expression("steps.a.output")
     assert expression.evaluate(Scope({}, view, lambda: ["a", "b", "c"])) == 1
     assert seen == ["a"]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+def _outcome(expression: Any, scope: Scope) -> tuple[str, Any]:
+    try:
+        return "value", expression.evaluate(scope)
+    except EvaluationError as exc:
+        return "error", str(exc)
+
+
+@given(value=_json, path=st.lists(st.sampled_from("abc"), min_size=0, max_size=3))
+def test_a_field_path_read_directly_equals_cel(value: Any, path: list[str]) -> None:
+    source = ".".join(["input", *path])
+    fast = compile_expression(source)
+    assert fast.field_path is not None
+    through_cel = dataclasses.replace(fast, field_path=None)
+    scope = Scope({"input": value})
+    fast_outcome, cel_outcome = _outcome(fast, scope), _outcome(through_cel, scope)
+    if fast_outcome[0] == "value" and cel_outcome[0] == "value":
+        same = json.dumps(fast_outcome[1], sort_keys=True) == json.dumps(
+            cel_outcome[1], sort_keys=True
+        )
+        assert same  # compared as text: NaN-safe, int and float kept apart; CEL maps are unordered
+    else:
+        assert fast_outcome == cel_outcome
+
+
+def test_a_step_field_path_reads_the_step_view() -> None:
+    expression = compile_expression("steps.a.output.n")
+    scope = Scope({}, step_view=lambda name: {"status": "completed", "output": {"n": [name]}})
+    assert expression.field_path == ("steps", "a", "output", "n")
+    assert expression.evaluate(scope) == ["a"]
