@@ -44,6 +44,7 @@ from wsproto.events import (
     Ping,
     TextMessage,
 )
+from wsproto.utilities import RemoteProtocolError as WsProtocolError
 
 log = logging.getLogger("orbit.http")
 
@@ -303,10 +304,12 @@ class Server:
                     await self._upgrade(stream, connection, request)
                     return
                 request.body = await self._body(stream, connection, request)
+                if request.method == "HEAD":  # a GET without its body
+                    request.method = "GET"
                 response = await self._app.respond(request)
             except _Refused as refused:
                 response = refused.response
-            await self._send(stream, connection, response)
+            await self._send(stream, connection, response, with_body=head.method != b"HEAD")
             if connection.our_state is not h11.DONE or connection.their_state is not h11.DONE:
                 return
             connection.start_next_cycle()
@@ -399,7 +402,12 @@ class Server:
         return response
 
     async def _send(
-        self, stream: trio.abc.Stream, connection: h11.Connection, response: Response
+        self,
+        stream: trio.abc.Stream,
+        connection: h11.Connection,
+        response: Response,
+        *,
+        with_body: bool = True,
     ) -> None:
         close = response.close or self._draining
         headers = [
@@ -421,7 +429,7 @@ class Server:
             ]
         try:
             data = connection.send(h11.Response(status_code=response.status, headers=headers))
-            if response.body and response.status != 204:
+            if response.body and response.status != 204 and with_body:
                 data += connection.send(h11.Data(data=response.body))
             data += connection.send(h11.EndOfMessage())
         except h11.LocalProtocolError:
@@ -432,7 +440,12 @@ class Server:
         self, stream: trio.abc.Stream, connection: h11.Connection, request: Request
     ) -> None:
         leftover, _ = connection.trailing_data
-        socket = WebSocket(stream, request, bytes(leftover), self._limits.max_message_bytes)
+        try:
+            socket = WebSocket(stream, request, bytes(leftover), self._limits.max_message_bytes)
+        except WsProtocolError as exc:
+            message = f"not a valid WebSocket handshake: {exc}"
+            await self._send(stream, connection, self._closing(self._refusal(400, message)))
+            return
         refusal = await self._app.websocket(request, socket)
         if refusal is not None and not socket.accepted:
             await self._send(stream, connection, self._closing(refusal))

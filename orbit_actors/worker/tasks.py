@@ -12,7 +12,6 @@ from typing import Any, get_type_hints
 import trio
 from pydantic import TypeAdapter, ValidationError
 
-
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)  # built once: building one costs ~100 us
 
 

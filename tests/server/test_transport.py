@@ -290,3 +290,22 @@ async def test_a_refused_upgrade_is_an_http_answer() -> None:
                    ("sec-websocket-version", "13"))  # fmt: skip
         response, body = await client.request("GET", "/refused", headers=upgrade)
         assert response.status_code == 401 and json.loads(body) == {"refused": True}
+
+
+async def test_head_answers_the_get_headers_without_a_body() -> None:
+    async with running(EchoApp()) as (_, port):
+        client = await Client.open(port)
+        response, body = await client.request("HEAD", "/x")
+        assert response.status_code == 200 and body == b""
+        assert int(header(response, "content-length") or 0) > 0
+        assert (await client.request("GET", "/again"))[0].status_code == 200
+
+
+async def test_an_upgrade_without_a_key_is_400() -> None:
+    async with running(EchoApp()) as (_, port):
+        client = await Client.open(port)
+        upgrade = (("upgrade", "websocket"), ("connection", "Upgrade"),
+                   ("sec-websocket-version", "13"))  # fmt: skip
+        response, body = await client.request("GET", "/ws", headers=upgrade)
+        assert response.status_code == 400
+        assert json.loads(body)["message"].startswith("not a valid WebSocket handshake")
