@@ -29,8 +29,9 @@ from ..runtime import Runtime
 from .api import ENDPOINTS, Call, Endpoint
 from .auth import Credentials
 from .gateway import serve_connection
+from .http1 import Request, Response
 from .openapi import openapi_document
-from .transport import Request, Response, WebSocket
+from .transport import WebSocket
 
 log = logging.getLogger("orbit.server")
 

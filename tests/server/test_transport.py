@@ -23,10 +23,9 @@ from wsproto.events import (
     Request as WsRequest,
 )
 
+from orbit_actors.server.http1 import Request, Response
 from orbit_actors.server.transport import (
     Limits,
-    Request,
-    Response,
     Server,
     SocketClosed,
     WebSocket,
@@ -309,3 +308,28 @@ async def test_an_upgrade_without_a_key_is_400() -> None:
         response, body = await client.request("GET", "/ws", headers=upgrade)
         assert response.status_code == 400
         assert json.loads(body)["message"].startswith("not a valid WebSocket handshake")
+
+
+async def test_pipelined_requests_are_answered_in_order() -> None:
+    async with running(EchoApp()) as (_, port):
+        client = await Client.open(port)
+        one = b"GET /one HTTP/1.1\r\nhost: t\r\n\r\n"
+        two = b"POST /two HTTP/1.1\r\nhost: t\r\ncontent-length: 1\r\n\r\nx"
+        await client.stream.send_all(one + two)
+        raw = b""
+        with trio.fail_after(10):
+            while raw.count(b"HTTP/1.1 200 OK") < 2 or not raw.endswith(b"}"):
+                raw += await client.stream.receive_some(65536)
+        assert 0 < raw.index(b'"path": "/one"') < raw.index(b'"path": "/two"')
+
+
+async def test_an_http_1_0_request_gets_one_answer_and_a_close() -> None:
+    async with running(EchoApp()) as (_, port):
+        client = await Client.open(port)
+        await client.stream.send_all(b"GET /old HTTP/1.0\r\n\r\n")
+        raw = b""
+        with trio.fail_after(10):
+            while chunk := await client.stream.receive_some(65536):
+                raw += chunk
+        assert raw.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert b"connection: close\r\n" in raw and raw.endswith(b'"type": ""}')

@@ -1,0 +1,177 @@
+"""HTTP/1.1 without I/O: requests parsed from bytes, answers encoded to bytes.
+
+Parsing is httptools (bindings to llhttp, Node's parser): strict, and about ten times cheaper
+per request than a pure-Python parser, which matters because every execution costs two
+requests. :class:`RequestReader` adds the limits (a head over :data:`MAX_HEAD_BYTES` is 431, a
+body over the limit 413, before it is read when ``Content-Length`` says so) and keeps the
+requests of a pipelining client in order. The transport (:mod:`.transport`) does the I/O.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from urllib.parse import parse_qsl, unquote
+
+import httptools
+
+MAX_HEAD_BYTES = 64 * 1024
+
+
+@dataclass
+class Request:
+    """One HTTP request: its path decoded, its query as a dict (the first of repeated keys),
+    header names in lower case (repeated headers joined with ``, ``)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes = b""
+    keep_alive: bool = True  # the client lets the connection carry another request
+
+    @property
+    def content_type(self) -> str:
+        """The ``Content-Type`` header, or ``""``."""
+        return self.headers.get("content-type", "")
+
+
+@dataclass
+class Response:
+    """One HTTP answer; ``close`` ends the connection after it."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+    close: bool = False
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Refusal(Exception):
+    """What was received cannot be taken: answer ``status`` with ``message``, then close."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class RequestReader:
+    """Bytes in (:meth:`feed`), whole requests out (:meth:`next_request`), in order."""
+
+    def __init__(self, max_body_bytes: int) -> None:
+        self._max_body = max_body_bytes
+        self._parser = httptools.HttpRequestParser(self)
+        self._ready: deque[Request] = deque()
+        self._url = b""
+        self._headers: dict[str, str] = {}
+        self._chunks: list[bytes] = []
+        self._head_bytes = 0
+        self._body_bytes = 0
+        self._in_head = True
+        self._refusal: Refusal | None = None
+        self.busy = False  # part of a request has arrived
+        self.expects_continue = False  # a client waits for ``100 Continue`` before its body
+        self.upgraded: bytes | None = None  # after an upgrade request: the bytes that followed
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``; raises :class:`Refusal` for a malformed or oversized request."""
+        if self._in_head:
+            self._head_bytes += len(data)  # a head may never finish; bound what it can hold
+            if self._head_bytes > 2 * MAX_HEAD_BYTES:
+                raise Refusal(431, "the request head is over the server's limit")
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as upgrade:
+            self.upgraded = data[upgrade.args[0] :]
+        except httptools.HttpParserCallbackError:
+            assert self._refusal is not None
+            raise self._refusal from None
+        except httptools.HttpParserError as exc:
+            raise Refusal(400, f"malformed HTTP request: {exc}") from None
+
+    def next_request(self) -> Request | None:
+        """The oldest whole request not yet taken, or None."""
+        return self._ready.popleft() if self._ready else None
+
+    # -- httptools callbacks ---------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        self.busy = True
+        self._in_head = True
+        self._url = b""
+        self._headers = {}
+        self._chunks = []
+        self._body_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        self._check_head(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._check_head(len(name) + len(value))
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        known = self._headers.get(key)
+        self._headers[key] = text if known is None else f"{known}, {text}"
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._head_bytes = 0
+        declared = self._headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_body:
+            self._refuse(Refusal(413, "the request body is over the server's limit"))
+        if self._headers.get("expect", "").lower() == "100-continue":
+            self.expects_continue = True
+
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
+        if self._body_bytes > self._max_body:
+            self._refuse(Refusal(413, "the request body is over the server's limit"))
+        self._chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        self.busy = False
+        self.expects_continue = False
+        raw_path, _, query = self._url.decode("latin-1").partition("?")
+        self._ready.append(
+            Request(
+                method=self._parser.get_method().decode("latin-1"),
+                path=unquote(raw_path),
+                query=dict(reversed(parse_qsl(query, keep_blank_values=True))),
+                headers=self._headers,
+                body=b"".join(self._chunks),
+                # an HTTP/1.0 client gets one answer per connection: no keep-alive dialect
+                keep_alive=self._parser.should_keep_alive()
+                and self._parser.get_http_version() != "1.0",
+            )
+        )
+
+    def _check_head(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > MAX_HEAD_BYTES:
+            self._refuse(Refusal(431, "the request head is over the server's limit"))
+
+    def _refuse(self, refusal: Refusal) -> None:
+        self._refusal = refusal
+        raise refusal  # httptools wraps it; feed() raises it again
+
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n".encode() for s in HTTPStatus}
+
+
+def encode_response(response: Response, *, date: bytes, close: bool, with_body: bool) -> bytes:
+    """``response`` on the wire (``with_body`` False for HEAD: the headers of the body only)."""
+    status_line = _STATUS_LINES.get(response.status) or f"HTTP/1.1 {response.status} \r\n".encode()
+    parts = [status_line, b"date: ", date, b"\r\nserver: orbit\r\n"]
+    if response.status != 204:
+        parts += [b"content-type: ", response.content_type.encode("latin-1"),
+                  b"\r\ncontent-length: ", str(len(response.body)).encode(), b"\r\n"]  # fmt: skip
+    for name, value in response.headers:
+        parts += [name.encode("latin-1"), b": ", value.encode("latin-1"), b"\r\n"]
+    if close:
+        parts.append(b"connection: close\r\n")
+    parts.append(b"\r\n")
+    if with_body and response.status != 204:
+        parts.append(response.body)
+    return b"".join(parts)
