@@ -1,10 +1,16 @@
-"""A mailbox is a bounded trio memory channel of commands; a command may carry a one-shot
+"""A mailbox is a bounded queue of commands for one actor; a command may carry a one-shot
 :class:`Reply`. A full mailbox pushes back (``send`` waits, ``send_nowait`` raises); a mailbox whose
-actor is gone answers every request at once with :class:`ActorGoneError` — a request never hangs."""
+actor is gone answers every request at once with :class:`ActorGoneError` — a request never hangs.
+
+Both are built on trio's low-level wait/reschedule rather than a memory channel and an
+``Event``: an execution sends and answers several commands per step, and a mailbox has exactly
+one receiver (its actor) and a reply exactly one waiter, which is all the machinery they need.
+"""
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -17,39 +23,54 @@ C = TypeVar("C", bound="Command")
 
 
 class Reply(Generic[T]):
-    """A one-shot answer: set once (a value or an error), awaited once."""
+    """A one-shot answer: set once (a value or an error), awaited by one task."""
 
-    __slots__ = ("_done", "_error", "_value")
+    __slots__ = ("_done", "_error", "_value", "_waiter")
 
     def __init__(self) -> None:
-        self._done = trio.Event()
+        self._done = False
         self._value: Any = None
         self._error: BaseException | None = None
+        self._waiter: trio.lowlevel.Task | None = None
 
     @property
     def done(self) -> bool:
         """True once answered."""
-        return self._done.is_set()
+        return self._done
 
     def set(self, value: T) -> None:
         """Answer with ``value`` (a second answer is ignored)."""
-        if not self._done.is_set():
+        if not self._done:
             self._value = value
-            self._done.set()
+            self._finish()
 
     def fail(self, error: BaseException) -> None:
         """Answer with an error (a second answer is ignored)."""
-        if not self._done.is_set():
+        if not self._done:
             self._error = error
-            self._done.set()
+            self._finish()
 
     async def wait(self) -> T:
-        """The answer; raises the error answered."""
-        await self._done.wait()
+        """The answer; raises the error answered. Cancellable while unanswered."""
+        if self._done:
+            await trio.lowlevel.checkpoint()
+        else:
+            self._waiter = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abandon)
         if self._error is not None:
             raise self._error
         result: T = self._value
         return result
+
+    def _finish(self) -> None:
+        self._done = True
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            trio.lowlevel.reschedule(waiter)
+
+    def _abandon(self, raise_cancel: object) -> trio.lowlevel.Abort:
+        self._waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 @dataclass(eq=False)
@@ -63,9 +84,14 @@ class Mailbox(Generic[C]):
     """The inbox of one actor. It outlives a crash of its actor (the supervisor respawns a new
     actor on the same mailbox) and is closed when the actor is done for good."""
 
+    __slots__ = ("_capacity", "_closed_why", "_queue", "_receiver", "_senders", "name")
+
     def __init__(self, name: str, capacity: int = 1024) -> None:
         self.name = name
-        self._send, self._receive = trio.open_memory_channel[C](capacity if capacity else math.inf)
+        self._queue: deque[C] = deque()
+        self._capacity = capacity if capacity else math.inf
+        self._receiver: trio.lowlevel.Task | None = None  # the actor, while it waits
+        self._senders: trio.lowlevel.ParkingLot | None = None  # made when the box first fills
         self._closed_why: str | None = None
 
     @property
@@ -75,45 +101,75 @@ class Mailbox(Generic[C]):
 
     async def send(self, command: C) -> None:
         """Queue ``command``, waiting while the mailbox is full."""
-        try:
-            await self._send.send(command)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise ActorGoneError(self.name, self._closed_why or "closed") from None
+        await trio.lowlevel.checkpoint_if_cancelled()
+        await self._room()
+        self._put(command)
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
     def send_nowait(self, command: C) -> None:
         """Queue ``command`` or raise MailboxFullError / ActorGoneError at once."""
-        try:
-            self._send.send_nowait(command)
-        except trio.WouldBlock:
-            raise MailboxFullError(self.name) from None
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise ActorGoneError(self.name, self._closed_why or "closed") from None
+        if len(self._queue) >= self._capacity and self._closed_why is None:
+            raise MailboxFullError(self.name)
+        self._put(command)
 
     async def request(self, command: C) -> Any:
         """Send a command that carries a reply and wait for the answer."""
         assert command.reply is not None
-        await self.send(command)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        await self._room()
+        self._put(command)
         return await command.reply.wait()
 
     async def receive(self) -> C:
         """The next command (for the actor)."""
-        return await self._receive.receive()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._queue:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        else:
+            self._receiver = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abandon)
+        return self.receive_nowait()
 
     def receive_nowait(self) -> C:
         """The next command if one is waiting; raises trio.WouldBlock otherwise."""
-        return self._receive.receive_nowait()
+        if not self._queue:
+            if self._closed_why is not None:
+                raise ActorGoneError(self.name, self._closed_why)
+            raise trio.WouldBlock
+        command = self._queue.popleft()
+        if self._senders is not None and len(self._queue) < self._capacity:
+            self._senders.unpark()
+        return command
 
     def close(self, why: str, error: BaseException | None = None) -> None:
         """Refuse new commands and answer every queued request with ``error`` (by default
         ActorGoneError saying ``why``)."""
         self._closed_why = why
-        self._send.close()
         failure = error or ActorGoneError(self.name, why)
-        while True:
-            try:
-                command = self._receive.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                break
+        while self._queue:
+            command = self._queue.popleft()
             if command.reply is not None:
                 command.reply.fail(failure)
-        self._receive.close()
+        if self._senders is not None:
+            self._senders.unpark_all()  # each finds the box closed
+        receiver, self._receiver = self._receiver, None
+        if receiver is not None:  # it finds the box closed and empty: ActorGoneError
+            trio.lowlevel.reschedule(receiver)
+
+    async def _room(self) -> None:
+        while len(self._queue) >= self._capacity and self._closed_why is None:
+            if self._senders is None:
+                self._senders = trio.lowlevel.ParkingLot()
+            await self._senders.park()
+
+    def _put(self, command: C) -> None:
+        if self._closed_why is not None:
+            raise ActorGoneError(self.name, self._closed_why)
+        self._queue.append(command)
+        receiver, self._receiver = self._receiver, None
+        if receiver is not None:
+            trio.lowlevel.reschedule(receiver)
+
+    def _abandon(self, raise_cancel: object) -> trio.lowlevel.Abort:
+        self._receiver = None
+        return trio.lowlevel.Abort.SUCCEEDED

@@ -8,9 +8,10 @@ API and the worker gateway need, one task per connection, about 0.05 ms per requ
 
 What it promises:
 
-- **Limits.** A request head over :data:`~.http1.MAX_HEAD_BYTES` is 431, a body over ``max_body_bytes``
-  is 413 (before it is read when ``Content-Length`` says so), and either closes the connection;
-  a body that does not arrive within :data:`BODY_TIMEOUT` closes it; a WebSocket message over
+- **Limits.** A request head over :data:`~.http1.MAX_HEAD_BYTES` is 431, a body over
+  ``max_body_bytes`` is 413 (before it is read when ``Content-Length`` says so), and either
+  closes the connection; a request that does not arrive within :data:`BODY_TIMEOUT` once begun
+  is 408 and closes it; a WebSocket message over
   the limit closes the socket with 1009.
 - **Keep-alive.** A connection may carry any number of requests; one idle for
   ``keep_alive_timeout`` is closed.

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 import trio
+import trio.testing
 
 from orbit_actors.actors.dispatcher import Dispatcher, Offer
 from orbit_actors.decide.invocation import TaskInvocation
@@ -111,3 +112,38 @@ def test_claiming_respects_older_queued_units() -> None:
     assert dispatcher.claim(unit("new"), "t2") is None  # nobody serves t
     dispatcher.add_session("s2", "w2", "python", [("t", "1")], capacity=2)
     assert dispatcher.claim(unit("new"), "t3") == ("s2", "w2")  # "old" went to s2 first
+
+
+async def test_a_receiver_waiting_on_a_mailbox_that_closes_gets_actor_gone() -> None:
+    mailbox: Mailbox[Command] = Mailbox("m", 4)
+    async with trio.open_nursery() as nursery:
+        failures: list[BaseException] = []
+
+        async def receive() -> None:
+            try:
+                await mailbox.receive()
+            except ActorGoneError as exc:
+                failures.append(exc)
+
+        nursery.start_soon(receive)
+        await trio.testing.wait_all_tasks_blocked()
+        mailbox.close("finished")
+    assert len(failures) == 1
+
+
+async def test_a_sender_waiting_on_a_full_mailbox_goes_on_when_a_command_is_taken() -> None:
+    mailbox: Mailbox[Command] = Mailbox("m", 1)
+    mailbox.send_nowait(Command())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(mailbox.send, Command())
+        await trio.testing.wait_all_tasks_blocked()
+        mailbox.receive_nowait()
+    assert mailbox.receive_nowait() is not None
+
+
+async def test_a_cancelled_reply_wait_leaves_the_reply_answerable() -> None:
+    reply: Reply[int] = Reply()
+    with trio.move_on_after(0.01):
+        await reply.wait()
+    reply.set(7)
+    assert await reply.wait() == 7
