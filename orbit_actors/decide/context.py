@@ -3,7 +3,6 @@ any, and the batch of events being built (numbered from the state's last seq).""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +10,7 @@ from ..history import events as ev
 from ..history.state import AbortKind, ExecutionState, UnitKey
 from ..ir.durations import format_duration
 from ..ir.expressions import Scope
+from ..ir.jsontext import json_bytes
 from ..ir.plan import CompiledDefinition, StepPlan
 
 
@@ -110,4 +110,4 @@ class Context:
 
 def payload_bytes(value: Any) -> int:
     """The size of ``value`` as serialized JSON (what payload limits count)."""
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    return json_bytes(value)

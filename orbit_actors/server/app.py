@@ -25,6 +25,7 @@ from ..errors import (
     OrbitError,
     UnauthenticatedError,
 )
+from ..ir.jsontext import compact_json
 from ..runtime import Runtime
 from .api import ENDPOINTS, Call, Endpoint
 from .auth import Credentials
@@ -49,8 +50,7 @@ def json_response(status: int, body: Any) -> Response:
     """A JSON answer (204: no body at all)."""
     if status == 204:
         return Response(204)
-    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    return Response(status, text.encode())
+    return Response(status, compact_json(body).encode())
 
 
 def error_response(error: OrbitError) -> Response:

@@ -10,7 +10,6 @@ Outgoing messages go through one writer task, so the session layer's ``send`` ne
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from typing import Any, Protocol
@@ -19,6 +18,7 @@ import trio
 
 from ..actors.sessions import Connection
 from ..errors import OrbitError
+from ..ir.jsontext import compact_json
 from ..runtime import Runtime
 from ..wire import messages as wire
 from .transport import SocketClosed
@@ -64,8 +64,7 @@ async def serve_connection(
         nonlocal sent_error
         if isinstance(message, wire.ErrorMessage):
             sent_error = True
-        text = json.dumps(wire.encode(message), separators=(",", ":"), ensure_ascii=False)
-        outbox_send.send_nowait(text)
+        outbox_send.send_nowait(compact_json(wire.encode(message)))
 
     def close(code: int, reason: str) -> None:
         outbox_send.send_nowait(_Close(code, reason))
