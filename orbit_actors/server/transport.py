@@ -280,6 +280,12 @@ class Server:
                 if _is_upgrade(request):
                     await self._upgrade(stream, request, reader.upgraded)
                     return
+                try:  # another protocol (h2c, say): answered in HTTP/1.1, then closed
+                    request.body = await self._rest_of_body(stream, request, reader.upgraded)
+                except Refusal as refused:
+                    answer = self._refusal(refused.status, refused.message)
+                    await self._answer(stream, answer, close=True)
+                    return
                 request.keep_alive = False
             head_only = request.method == "HEAD"
             if head_only:  # a GET without its body
@@ -312,6 +318,26 @@ class Server:
             if not data:
                 return None
             reader.feed(bytes(data))
+
+    async def _rest_of_body(
+        self, stream: trio.abc.Stream, request: Request, received: bytes
+    ) -> bytes:
+        """The body of a request the parser left at its upgrade headers (by its length)."""
+        if "chunked" in request.headers.get("transfer-encoding", "").lower():
+            raise Refusal(400, "a chunked body with an Upgrade header is not supported")
+        declared = request.headers.get("content-length", "0")
+        length = int(declared) if declared.isdigit() else 0
+        if length > self._limits.max_body_bytes:
+            raise Refusal(413, "the request body is over the server's limit")
+        body = bytearray(received)
+        with trio.move_on_after(BODY_TIMEOUT):
+            while len(body) < length:
+                data = await stream.receive_some(READ_CHUNK)
+                if not data:
+                    raise Refusal(400, "the request body ended early")
+                body += data
+            return bytes(body[:length])
+        raise Refusal(408, "the request did not arrive in time")
 
     async def _receive_idle(self, stream: trio.abc.Stream) -> bytes | bytearray:
         """The first bytes of the next request, or ``b""`` after the keep-alive timeout or once

@@ -333,3 +333,13 @@ async def test_an_http_1_0_request_gets_one_answer_and_a_close() -> None:
                 raw += chunk
         assert raw.startswith(b"HTTP/1.1 200 OK\r\n")
         assert b"connection: close\r\n" in raw and raw.endswith(b'"type": ""}')
+
+
+async def test_an_upgrade_to_another_protocol_is_answered_in_http_1_1_with_its_body() -> None:
+    async with running(EchoApp()) as (_, port):
+        client = await Client.open(port)
+        h2c = (("connection", "Upgrade, HTTP2-Settings"), ("upgrade", "h2c"),
+               ("http2-settings", "AAMAAABkAARAAAAAAAIAAAAA"))  # fmt: skip
+        response, body = await client.request("POST", "/x", b"hello", headers=h2c)
+        assert response.status_code == 200 and json.loads(body)["body"] == "hello"
+        assert header(response, "connection") == "close"
