@@ -67,7 +67,8 @@ class RequestReader:
         self._url = b""
         self._headers: dict[str, str] = {}
         self._chunks: list[bytes] = []
-        self._head_bytes = 0
+        self._head_bytes = 0  # of the current head, as the parser reports it
+        self._fed_in_head = 0  # bytes fed that left the current head still incomplete
         self._body_bytes = 0
         self._in_head = True
         self._refusal: Refusal | None = None
@@ -77,10 +78,6 @@ class RequestReader:
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`Refusal` for a malformed or oversized request."""
-        if self._in_head:
-            self._head_bytes += len(data)  # a head may never finish; bound what it can hold
-            if self._head_bytes > 2 * MAX_HEAD_BYTES:
-                raise Refusal(431, "the request head is over the server's limit")
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
@@ -90,6 +87,10 @@ class RequestReader:
             raise self._refusal from None
         except httptools.HttpParserError as exc:
             raise Refusal(400, f"malformed HTTP request: {exc}") from None
+        if self.busy and self._in_head:  # a head may never finish: bound what it can hold
+            self._fed_in_head += len(data)
+            if self._fed_in_head > MAX_HEAD_BYTES:
+                raise Refusal(431, "the request head is over the server's limit")
 
     def next_request(self) -> Request | None:
         """The oldest whole request not yet taken, or None."""
@@ -99,6 +100,8 @@ class RequestReader:
     def on_message_begin(self) -> None:
         self.busy = True
         self._in_head = True
+        self._head_bytes = 0
+        self._fed_in_head = 0
         self._url = b""
         self._headers = {}
         self._chunks = []
@@ -117,6 +120,7 @@ class RequestReader:
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._head_bytes = 0
+        self._fed_in_head = 0
         declared = self._headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self._max_body:
             self._refuse(Refusal(413, "the request body is over the server's limit"))

@@ -58,6 +58,8 @@ log = logging.getLogger("orbit.http")
 
 BODY_TIMEOUT = 60.0
 CLOSE_TIMEOUT = 5.0
+LINGER_TIMEOUT = 2.0  # after a refusal: how long, and how much, the client's bytes are read
+LINGER_BYTES = 16 * 1024 * 1024
 READ_CHUNK = 65536
 
 
@@ -270,9 +272,7 @@ class Server:
             try:
                 request = await self._next_request(stream, reader)
             except Refusal as refusal:
-                await self._answer(
-                    stream, self._refusal(refusal.status, refusal.message), close=True
-                )
+                await self._refuse(stream, refusal)
                 return
             if request is None:
                 return
@@ -282,9 +282,8 @@ class Server:
                     return
                 try:  # another protocol (h2c, say): answered in HTTP/1.1, then closed
                     request.body = await self._rest_of_body(stream, request, reader.upgraded)
-                except Refusal as refused:
-                    answer = self._refusal(refused.status, refused.message)
-                    await self._answer(stream, answer, close=True)
+                except Refusal as refusal:
+                    await self._refuse(stream, refusal)
                     return
                 request.keep_alive = False
             head_only = request.method == "HEAD"
@@ -351,6 +350,21 @@ class Server:
                 self._idle.discard(scope)
         return b""
 
+    async def _refuse(self, stream: trio.abc.Stream, refusal: Refusal) -> None:
+        """Answer a request that could not be taken, then linger: closing a socket that still
+        holds unread bytes (the rest of a refused body) makes the kernel reset the connection,
+        and the client could lose the answer before reading it."""
+        await self._answer(stream, self._refusal(refusal.status, refusal.message), close=True)
+        with trio.move_on_after(LINGER_TIMEOUT):
+            if isinstance(stream, trio.SocketStream):
+                await stream.send_eof()
+            drained = 0
+            while drained < LINGER_BYTES:
+                data = await stream.receive_some(READ_CHUNK)
+                if not data:
+                    return
+                drained += len(data)
+
     async def _answer(
         self, stream: trio.abc.Stream, response: Response, *, close: bool, with_body: bool = True
     ) -> None:
@@ -361,8 +375,7 @@ class Server:
         try:
             socket = WebSocket(stream, request, leftover, self._limits.max_message_bytes)
         except WsProtocolError as exc:
-            message = f"not a valid WebSocket handshake: {exc}"
-            await self._answer(stream, self._refusal(400, message), close=True)
+            await self._refuse(stream, Refusal(400, f"not a valid WebSocket handshake: {exc}"))
             return
         refusal = await self._app.websocket(request, socket)
         if refusal is not None and not socket.accepted:

@@ -343,3 +343,13 @@ async def test_an_upgrade_to_another_protocol_is_answered_in_http_1_1_with_its_b
         response, body = await client.request("POST", "/x", b"hello", headers=h2c)
         assert response.status_code == 200 and json.loads(body)["body"] == "hello"
         assert header(response, "connection") == "close"
+
+
+def test_a_head_and_a_large_body_arriving_together_are_judged_apart() -> None:
+    from orbit_actors.server.http1 import Refusal, RequestReader
+
+    reader = RequestReader(100)
+    head = b"POST /x HTTP/1.1\r\nhost: t\r\ncontent-length: 200000\r\n\r\n"
+    with pytest.raises(Refusal) as refused:
+        reader.feed(head + b"x" * 65000)
+    assert refused.value.status == 413
