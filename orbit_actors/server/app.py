@@ -32,7 +32,7 @@ from .auth import Credentials
 from .gateway import serve_connection
 from .http1 import Request, Response
 from .openapi import openapi_document
-from .transport import WebSocket
+from .websocket import WebSocket
 
 log = logging.getLogger("orbit.server")
 

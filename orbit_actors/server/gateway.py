@@ -21,7 +21,7 @@ from ..errors import OrbitError
 from ..ir.jsontext import compact_json
 from ..runtime import Runtime
 from ..wire import messages as wire
-from .transport import SocketClosed
+from .websocket import SocketClosed
 
 log = logging.getLogger("orbit.gateway")
 

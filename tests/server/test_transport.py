@@ -24,13 +24,8 @@ from wsproto.events import (
 )
 
 from orbit_actors.server.http1 import Request, Response
-from orbit_actors.server.transport import (
-    Limits,
-    Server,
-    SocketClosed,
-    WebSocket,
-    open_listeners,
-)
+from orbit_actors.server.transport import Limits, Server, open_listeners
+from orbit_actors.server.websocket import SocketClosed, WebSocket
 
 LIMIT = 1000
 
