@@ -48,7 +48,7 @@ from .errors import (
     WaitTimeoutError,
 )
 from .history.apply import replay
-from .history.events import ErrorInfo, Event, ParentRef
+from .history.events import EffectiveLimits, ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
 from .mailbox import Command, Mailbox, Reply
@@ -151,7 +151,8 @@ class Runtime:
         self.tracer: Tracer | None = None
         self._roots: set[str] = set()
         self._waiters: dict[str, _Waiter] = {}
-        self._starting: dict[str, trio.Lock] = {}
+        self._starting: dict[str, trio.Event] = {}  # ids being started: set when done
+        self._limits: dict[str, EffectiveLimits] = {}  # by definition hash
 
     # -- definitions -----------------------------------------------------------------------
     async def register_definition(
@@ -184,15 +185,14 @@ class Runtime:
         definition = self.definitions.resolve(workflow, version)
         execution_id = execution_id or str(uuid.uuid4())
         pure.check_execution_id(execution_id)
-        lock = self._starting.setdefault(execution_id, trio.Lock())
-        async with lock:
-            try:
-                return await self._start_locked(
-                    definition, execution_id, input, parent, schedule_id
-                )
-            finally:
-                if not lock.statistics().tasks_waiting:
-                    self._starting.pop(execution_id, None)
+        while (busy := self._starting.get(execution_id)) is not None:
+            await busy.wait()  # the same id being started: its outcome decides this one
+        done = self._starting[execution_id] = trio.Event()
+        try:
+            return await self._start_locked(definition, execution_id, input, parent, schedule_id)
+        finally:
+            del self._starting[execution_id]
+            done.set()
 
     async def _start_locked(
         self, definition: CompiledDefinition, execution_id: str, input: Any,
@@ -207,7 +207,11 @@ class Runtime:
             raise ResourceExhaustedError(
                 f"{len(self._roots)} executions are already running (--max-active-executions)"
             )
-        limits = pure.effective_limits(self.config.limits, definition)
+        limits = self._limits.get(definition.definition_hash)
+        if limits is None:  # fixed per definition: worked out once
+            limits = self._limits[definition.definition_hash] = pure.effective_limits(
+                self.config.limits, definition
+            )
         events = pure.start_run(
             definition, execution_id=execution_id, input=input, now=self.clock.now_ms(),
             limits=limits, parent=parent, schedule_id=schedule_id,

@@ -21,6 +21,7 @@ class DefinitionRegistry:
         self._store = store
         self._by_hash: dict[str, CompiledDefinition] = {}
         self._versions: dict[str, list[str]] = {}  # name -> versions in registration order
+        self._latest: dict[str, str] = {}  # name -> its latest version (worked out on register)
         self._records: dict[tuple[str, str], DefinitionRecord] = {}
         self._task_versions: dict[str, set[str]] = {}
 
@@ -32,7 +33,9 @@ class DefinitionRegistry:
     def _add(self, record: DefinitionRecord, compiled: CompiledDefinition) -> None:
         self._by_hash[record.definition_hash] = compiled
         self._records[(record.name, record.version)] = record
-        self._versions.setdefault(record.name, []).append(record.version)
+        versions = self._versions.setdefault(record.name, [])
+        versions.append(record.version)
+        self._latest[record.name] = latest(versions) or record.version
         for task, contract in compiled.ir.tasks.items():
             self._task_versions.setdefault(task, set()).add(contract.version)
 
@@ -75,7 +78,7 @@ class DefinitionRegistry:
     def resolve(self, name: str, version: str | None) -> CompiledDefinition:
         """``name@version``, or the latest version; raises WorkflowNotFoundError."""
         if version is None:
-            version = latest(self._versions.get(name, []))
+            version = self._latest.get(name)
         record = self._records.get((name, version or ""))
         if record is None:
             shown = f"{name}@{version}" if version else name
