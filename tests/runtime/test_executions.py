@@ -67,6 +67,30 @@ async def test_start_refusals(runtime: Runtime, autojump_clock: MockClock) -> No
         await runtime.start("other", execution_id="same")
 
 
+async def test_concurrent_starts_of_one_id_create_it_once(
+    runtime: Runtime, autojump_clock: MockClock
+) -> None:
+    await runtime.register_definition(APPROVAL)
+    answers: list[tuple[str, bool]] = []
+
+    async def start() -> None:
+        answers.append(await runtime.start("wf", execution_id="twice"))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(3):
+            nursery.start_soon(start)
+    assert sorted(answers) == [("twice", False), ("twice", False), ("twice", True)]
+
+
+async def test_the_latest_version_is_the_highest_by_semver_not_the_newest(
+    runtime: Runtime, autojump_clock: MockClock
+) -> None:
+    for version in ("1.10.0", "1.9.0", "2.0.0-rc.1"):
+        await runtime.register_definition(APPROVAL.replace("1.0.0", version, 1))
+    execution_id, _ = await runtime.start("wf")
+    assert (await runtime.describe(execution_id))["version"] == "1.10.0"
+
+
 async def test_signal_refusals_in_the_specs_order(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
