@@ -1,18 +1,34 @@
 """Wall-clock milliseconds that follow trio's clock, so a ``MockClock`` moves event timestamps
-and durable timers alike (a 7-day timer then takes no real time)."""
+and durable timers alike (a 7-day timer then takes no real time).
+
+A server runs for months; its system clock may be stepped forward meanwhile (NTP after a
+suspend, a VM migrated, an operator's fix). :meth:`Clock.resync`, called periodically by the
+server, moves the clock forward by such a step so that schedules keep firing at wall times. A
+step backward is not followed while running: timestamps in a history never go back, and the
+cron claims already taken keep an occurrence from firing twice; a restart anchors afresh.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import trio
+
+STEP_MS = 1000  # a difference from the system clock larger than this is a step, not drift
+
+
+def system_ms() -> int:
+    """The system's wall clock in epoch milliseconds."""
+    return int(time.time() * 1000)
 
 
 class Clock:
     """Epoch milliseconds anchored at creation and advanced by ``trio.current_time()``."""
 
-    def __init__(self, epoch_ms: int | None = None) -> None:
-        self._epoch_ms = int(time.time() * 1000) if epoch_ms is None else epoch_ms
+    def __init__(self, epoch_ms: int | None = None, system: Callable[[], int] = system_ms) -> None:
+        self._system = system
+        self._epoch_ms = system() if epoch_ms is None else epoch_ms
         self._anchor = trio.current_time()
 
     def now_ms(self) -> int:
@@ -22,3 +38,11 @@ class Clock:
     def deadline(self, epoch_ms: int) -> float:
         """The trio deadline of an epoch-millisecond instant."""
         return self._anchor + (epoch_ms - self._epoch_ms) / 1000
+
+    def resync(self) -> int:
+        """Follow a forward step of the system clock; returns how far the system clock is
+        from this one in ms (positive: ahead), whether or not it was followed."""
+        ahead = self._system() - self.now_ms()
+        if ahead > STEP_MS:
+            self._epoch_ms, self._anchor = self._system(), trio.current_time()
+        return ahead

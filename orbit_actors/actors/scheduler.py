@@ -39,6 +39,7 @@ from .cron import CronRule, occurrence_id
 log = logging.getLogger("orbit.scheduler")
 
 OVERLAP_POLICIES = ("skip", "allow")
+RECHECK_SECONDS = 60.0  # the longest the scheduler sleeps without looking at the clock
 # An occurrence id adds ":YYYYMMDDTHHMMSSZ" (17 characters) and must stay a valid execution id.
 SCHEDULE_ID = re.compile(r"[A-Za-z0-9\-_.]{1,183}")
 NEXT_OCCURRENCES = 5
@@ -222,6 +223,9 @@ class Scheduler:
         while True:
             due = [e.due_ms for e in self._entries.values() if e.due_ms is not None]
             deadline = self._clock.deadline(min(due)) if due else math.inf
+            # look again at least every minute: a step of the system clock (Clock.resync)
+            # moves every wall time closer without waking anyone
+            deadline = min(deadline, trio.current_time() + RECHECK_SECONDS)
             command: Command | None = None
             with trio.move_on_at(deadline):
                 command = await self.mailbox.receive()

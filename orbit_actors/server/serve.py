@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 import trio
 
+from ..actors.clock import STEP_MS, Clock
 from ..errors import InvalidRequestError
 from ..runtime import RuntimeConfig, open_runtime, tune_gc
 from ..store.sqlite import open_sqlite_store
@@ -36,6 +37,7 @@ from .transport import Limits, Server, open_listeners
 log = logging.getLogger("orbit.server")
 
 DEFAULT_BIND = "127.0.0.1:7233"
+CLOCK_CHECK_SECONDS = 10.0
 FRAME_MARGIN = 64 * 1024  # a message's envelope around its largest payload
 
 
@@ -86,6 +88,7 @@ async def serve(
             log.info("ready on %s (database %s)", ", ".join(urls), options.db)
             on_ready(urls)
             task_status.started(urls)
+            connections.start_soon(follow_system_clock, runtime.clock)
             await _until_signal()
             log.info("shutting down: draining worker connections and requests")
             state.draining = True
@@ -111,6 +114,24 @@ async def open_tracer(endpoint: str | None) -> AsyncIterator[Tracer | None]:
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(tracer.shutdown)
+
+
+async def follow_system_clock(clock: Clock, every: float = CLOCK_CHECK_SECONDS) -> None:
+    """Every ``every`` seconds, follow a forward step of the system clock (so schedules keep
+    their wall times) and say, once, when it stepped back (see :mod:`..actors.clock`)."""
+    told_back = False
+    while True:
+        await trio.sleep(every)  # a periodic job, like a heartbeat: nothing signals a step
+        ahead = clock.resync()
+        if ahead > STEP_MS:
+            log.warning("the system clock stepped forward by %.1f s; Orbit follows", ahead / 1000)
+        elif ahead < -STEP_MS and not told_back:
+            told_back = True
+            log.warning(
+                "the system clock stepped back by %.1f s; Orbit keeps its own time until it "
+                "restarts, so that no history goes back in time",
+                -ahead / 1000,
+            )
 
 
 async def _until_signal() -> None:

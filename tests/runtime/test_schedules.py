@@ -280,3 +280,33 @@ async def test_a_bad_schedule_is_refused_and_nothing_is_stored(
         assert str(caught.value).startswith(message)
         assert await runtime.schedules() == []
         assert await runtime.store.schedules() == []
+
+
+async def test_a_forward_step_of_the_system_clock_is_followed_within_a_minute(
+    autojump_clock: MockClock,
+) -> None:
+    started, step = trio.current_time(), [0]
+
+    def system() -> int:  # the system clock: follows trio's time, plus any step it took
+        return ms("2026-01-01T00:30") + int((trio.current_time() - started) * 1000) + step[0]
+
+    autojump_clock.autojump_threshold = math.inf
+    async with open_runtime(MemoryStore(), clock=Clock(system=system)) as runtime:
+        await register(runtime, autojump_clock, QUICK)
+        await runtime.create_schedule(spec("@hourly"))
+        await trio.sleep(5 * 60)
+        step[0] = 45 * 60 * 1000  # 00:35 becomes 01:20: the 01:00 occurrence is overdue
+        assert runtime.clock.resync() == step[0]
+        assert runtime.clock.now_ms() == ms("2026-01-01T01:20")
+        await trio.sleep(61)
+        assert await fired(runtime, "s") == at("s", "2026-01-01T01:00")
+
+
+async def test_a_backward_step_of_the_system_clock_is_not_followed(
+    autojump_clock: MockClock,
+) -> None:
+    clock = Clock(ms("2026-01-01T00:30"), system=lambda: ms("2026-01-01T00:00"))
+    assert clock.resync() == -30 * 60 * 1000
+    assert clock.now_ms() == ms("2026-01-01T00:30")
+    small = Clock(ms("2026-01-01T00:30"), system=lambda: ms("2026-01-01T00:30") + 900)
+    assert small.resync() == 900 and small.now_ms() == ms("2026-01-01T00:30")  # drift, no step
