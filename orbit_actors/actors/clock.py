@@ -42,7 +42,8 @@ class Clock:
     def resync(self) -> int:
         """Follow a forward step of the system clock; returns how far the system clock is
         from this one in ms (positive: ahead), whether or not it was followed."""
-        ahead = self._system() - self.now_ms()
+        system = self._system()
+        ahead = system - self.now_ms()
         if ahead > STEP_MS:
-            self._epoch_ms, self._anchor = self._system(), trio.current_time()
+            self._epoch_ms, self._anchor = system, trio.current_time()
         return ahead

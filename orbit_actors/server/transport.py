@@ -45,7 +45,7 @@ from .http1 import (
     Response,
     encode_response,
 )
-from .websocket import WebSocket
+from .websocket import READ_CHUNK, WebSocket
 
 log = logging.getLogger("orbit.http")
 
@@ -53,7 +53,6 @@ BODY_TIMEOUT = 60.0
 CLOSE_TIMEOUT = 5.0
 LINGER_TIMEOUT = 2.0  # after a refusal: how long, and how much, the client's bytes are read
 LINGER_BYTES = 16 * 1024 * 1024
-READ_CHUNK = 65536
 
 
 Listeners = list[trio.abc.Listener[trio.abc.Stream]]
@@ -198,14 +197,9 @@ class Server:
                 reader.expects_continue = False
                 await stream.send_all(CONTINUE)
             if reader.busy:
-                with trio.move_on_after(BODY_TIMEOUT):
-                    data = await stream.receive_some(READ_CHUNK)
-                    if not data:
-                        return None
-                    reader.feed(bytes(data))
-                    continue
-                raise Refusal(408, "the request did not arrive in time")
-            data = await self._receive_idle(stream)
+                data = await _receive_begun(stream)
+            else:
+                data = await self._receive_idle(stream)
             if not data:
                 return None
             reader.feed(bytes(data))
@@ -221,14 +215,12 @@ class Server:
         if length > self._limits.max_body_bytes:
             raise Refusal(413, "the request body is over the server's limit")
         body = bytearray(received)
-        with trio.move_on_after(BODY_TIMEOUT):
-            while len(body) < length:
-                data = await stream.receive_some(READ_CHUNK)
-                if not data:
-                    raise Refusal(400, "the request body ended early")
-                body += data
-            return bytes(body[:length])
-        raise Refusal(408, "the request did not arrive in time")
+        while len(body) < length:
+            data = await _receive_begun(stream)
+            if not data:
+                raise Refusal(400, "the request body ended early")
+            body += data
+        return bytes(body[:length])
 
     async def _receive_idle(self, stream: trio.abc.Stream) -> bytes | bytearray:
         """The first bytes of the next request, or ``b""`` after the keep-alive timeout or once
@@ -280,6 +272,13 @@ def _is_upgrade(request: Request) -> bool:
         and request.headers.get("upgrade", "").lower() == "websocket"
         and "upgrade" in request.headers.get("connection", "").lower()
     )
+
+
+async def _receive_begun(stream: trio.abc.Stream) -> bytes | bytearray:
+    """More of a request already begun; 408 when nothing comes within :data:`BODY_TIMEOUT`."""
+    with trio.move_on_after(BODY_TIMEOUT):
+        return await stream.receive_some(READ_CHUNK)
+    raise Refusal(408, "the request did not arrive in time")
 
 
 async def _close(stream: trio.abc.Stream) -> None:
