@@ -51,10 +51,13 @@ class Response:
 class Refusal(Exception):
     """What was received cannot be taken: answer ``status`` with ``message``, then close."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(
+        self, status: int, message: str, headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers
 
 
 class RequestReader:

@@ -35,7 +35,6 @@ from email.utils import formatdate
 from typing import Protocol
 
 import trio
-from wsproto.utilities import RemoteProtocolError as WsProtocolError
 
 from .http1 import (
     CONTINUE,
@@ -238,7 +237,9 @@ class Server:
         """Answer a request that could not be taken, then linger: closing a socket that still
         holds unread bytes (the rest of a refused body) makes the kernel reset the connection,
         and the client could lose the answer before reading it."""
-        await self._answer(stream, self._refusal(refusal.status, refusal.message), close=True)
+        response = self._refusal(refusal.status, refusal.message)
+        response.headers.extend(refusal.headers)
+        await self._answer(stream, response, close=True)
         with trio.move_on_after(LINGER_TIMEOUT):
             if isinstance(stream, trio.SocketStream):
                 await stream.send_eof()
@@ -258,11 +259,13 @@ class Server:
     async def _upgrade(self, stream: trio.abc.Stream, request: Request, leftover: bytes) -> None:
         try:
             socket = WebSocket(stream, request, leftover, self._limits.max_message_bytes)
-        except WsProtocolError as exc:
-            await self._refuse(stream, Refusal(400, f"not a valid WebSocket handshake: {exc}"))
+        except Refusal as bad_handshake:
+            await self._refuse(stream, bad_handshake)
             return
         refusal = await self._app.websocket(request, socket)
-        if refusal is not None and not socket.accepted:
+        if socket.accepted:
+            await socket.finish()
+        elif refusal is not None:
             await self._answer(stream, refusal, close=True)
 
 

@@ -1,26 +1,22 @@
-"""The server side of a WebSocket over an upgraded HTTP/1.1 stream: wsproto frames the
-messages, this class does the I/O on trio. Fragments are joined into whole messages, pings are
-answered, a message over the size limit closes the socket with 1009, and a close from the peer
-is answered before :class:`SocketClosed` is raised."""
+"""The server side of a WebSocket over an upgraded HTTP/1.1 stream: :mod:`.frames` does the
+framing, this class does the I/O on trio. Fragments are joined into whole messages, pings are
+answered, a message over the size limit closes the socket with 1009 (refused from its frame
+header, before its payload is read), any other broken framing rule closes it with the code
+RFC 6455 names, and a close from the peer is answered before :class:`SocketClosed` is raised."""
 
 from __future__ import annotations
 
 import contextlib
 
 import trio
-from wsproto import ConnectionType, WSConnection
-from wsproto.events import (
-    AcceptConnection,
-    BytesMessage,
-    CloseConnection,
-    Message,
-    Ping,
-    TextMessage,
-)
 
+from . import frames
+from .frames import CLOSE, Close, FrameReader, Ping, ProtocolViolation
 from .http1 import Request
 
 READ_CHUNK = 65536
+CLOSE_WAIT = 2.0
+"""Seconds to wait for the client's close frame after the server sent its own."""
 
 
 class SocketClosed(Exception):
@@ -30,58 +26,52 @@ class SocketClosed(Exception):
 class WebSocket:
     """The server side of one WebSocket connection over an upgraded HTTP/1.1 stream.
 
-    One task may receive while another sends: sends are serialized by a lock, and a ping or a
-    close from the peer is answered by the receiving task under the same lock.
+    Constructing it checks the handshake (raising :class:`~.http1.Refusal`). One task may
+    receive while another sends: sends are serialized by a lock, and a ping or a close from the
+    peer is answered by the receiving task under the same lock.
     """
 
     def __init__(
         self, stream: trio.abc.Stream, request: Request, leftover: bytes, max_message_bytes: int
     ) -> None:
         self._stream = stream
-        self._ws = WSConnection(ConnectionType.SERVER)
-        headers = [(name.encode("latin-1"), value.encode("latin-1"))
-                   for name, value in request.headers.items()]  # fmt: skip
-        self._ws.initiate_upgrade_connection(headers, request.path)
-        self._leftover = leftover
-        self._max = max_message_bytes
+        self._handshake = frames.accept_handshake(request.headers)
+        self._reader = FrameReader(max_message_bytes)
+        self._reader.feed(leftover)
         self._send_lock = trio.StrictFIFOLock()
-        self._closed = False
+        self._closed = False  # a close frame was sent, or the stream is gone
+        self._peer_done = False  # the client's close frame or end of stream was received
         self.accepted = False
 
     async def accept(self) -> None:
         """Complete the handshake (101 Switching Protocols)."""
-        await self._send_raw(self._ws.send(AcceptConnection()))
+        await self._send_raw(self._handshake)
         self.accepted = True
-        if self._leftover:
-            self._ws.receive_data(self._leftover)
 
     async def receive(self) -> str | bytes:
         """The next whole message; raises :class:`SocketClosed` once the socket is closed."""
-        parts: list[str | bytes] = []
-        size = 0
         while True:
-            for event in self._ws.events():
-                if isinstance(event, TextMessage | BytesMessage):
-                    parts.append(event.data if isinstance(event.data, str) else bytes(event.data))
-                    size += len(event.data)
-                    if size > self._max:
-                        await self.close(1009, "message over the size limit")
-                        raise SocketClosed
-                    if event.message_finished:
-                        return _joined(parts)
-                elif isinstance(event, Ping):
-                    await self._send_raw(self._ws.send(event.response()))
-                elif isinstance(event, CloseConnection):
-                    await self._answer_close(event)
-                    raise SocketClosed
-            await self._feed()
+            try:
+                found = self._reader.next()
+            except ProtocolViolation as violation:
+                await self.close(violation.code, violation.reason)
+                raise SocketClosed from None
+            if isinstance(found, str | bytes):
+                return found
+            if found is None:
+                await self._feed()
+            elif isinstance(found, Ping):
+                await self._send_raw(frames.encode_frame(frames.PONG, found.payload))
+            else:
+                await self._answer_close(found)
+                raise SocketClosed
 
     async def send(self, *messages: str) -> None:
         """Send text messages, in order, in one write; raises :class:`SocketClosed` once the
         socket is closed."""
         if self._closed:
             raise SocketClosed
-        await self._send_raw(b"".join(self._ws.send(Message(data=data)) for data in messages))
+        await self._send_raw(b"".join(map(frames.encode_text, messages)))
 
     async def close(self, code: int, reason: str = "") -> None:
         """Send a close frame (once); the transport closes the stream when the handler ends."""
@@ -89,23 +79,53 @@ class WebSocket:
             return
         self._closed = True
         with contextlib.suppress(SocketClosed):
-            await self._send_raw(self._ws.send(CloseConnection(code=code, reason=reason)))
+            await self._send_raw(frames.encode_close(code, reason))
+
+    async def finish(self) -> None:
+        """After the server's close frame: read (and drop) what the client still sends until
+        its close frame, end of stream or :data:`CLOSE_WAIT`. Closing a socket with unread
+        bytes makes the kernel reset the connection, and the client could lose the close
+        frame before reading it."""
+        if not self._closed or self._peer_done:
+            return
+        self._reader.discard_messages()
+        with trio.move_on_after(CLOSE_WAIT):
+            while not isinstance(self._next_quietly(), Close):
+                data = await self._receive_quietly()
+                if not data:
+                    return
+                self._reader.feed(data)
+
+    def _next_quietly(self) -> str | bytes | Ping | Close | None:
+        try:
+            return self._reader.next()
+        except ProtocolViolation:
+            return Close(1002, "")
+
+    async def _receive_quietly(self) -> bytes | bytearray:
+        try:
+            return await self._stream.receive_some(READ_CHUNK)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return b""
 
     async def _feed(self) -> None:
-        try:
-            data = await self._stream.receive_some(READ_CHUNK)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            data = b""
+        data = await self._receive_quietly()
         if not data:
-            self._closed = True
+            self._closed = self._peer_done = True
             raise SocketClosed
-        self._ws.receive_data(bytes(data))
+        self._reader.feed(data)
 
-    async def _answer_close(self, event: CloseConnection) -> None:
-        if not self._closed:
-            self._closed = True
-            with contextlib.suppress(SocketClosed):
-                await self._send_raw(self._ws.send(event.response()))
+    async def _answer_close(self, close: Close) -> None:
+        """Echo the peer's close code, as RFC 6455 section 5.5.1 suggests (an empty close
+        frame is answered with an empty one)."""
+        self._peer_done = True
+        if self._closed:
+            return
+        self._closed = True
+        code = close.code
+        payload = b"" if code == frames.NO_CODE else code.to_bytes(2, "big") + close.reason.encode()
+        with contextlib.suppress(SocketClosed):
+            await self._send_raw(frames.encode_frame(CLOSE, payload))
 
     async def _send_raw(self, data: bytes) -> None:
         try:
@@ -114,11 +134,3 @@ class WebSocket:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._closed = True
             raise SocketClosed from None
-
-
-def _joined(parts: list[str | bytes]) -> str | bytes:
-    if len(parts) == 1:
-        return parts[0]
-    if isinstance(parts[0], str):
-        return "".join(part for part in parts if isinstance(part, str))
-    return b"".join(part for part in parts if isinstance(part, bytes))

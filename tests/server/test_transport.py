@@ -348,3 +348,25 @@ def test_a_head_and_a_large_body_arriving_together_are_judged_apart() -> None:
     with pytest.raises(Refusal) as refused:
         reader.feed(head + b"x" * 65000)
     assert refused.value.status == 413
+
+
+async def test_an_upgrade_to_another_websocket_version_is_426_naming_version_13() -> None:
+    async with running(EchoApp()) as (_, port):
+        client = await Client.open(port)
+        upgrade = (("upgrade", "websocket"), ("connection", "Upgrade"),
+                   ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                   ("sec-websocket-version", "8"))  # fmt: skip
+        response, _ = await client.request("GET", "/ws", headers=upgrade)
+        assert response.status_code == 426
+        assert header(response, "sec-websocket-version") == "13"
+
+
+async def test_a_frame_announcing_too_much_is_closed_with_1009_before_its_payload() -> None:
+    async with running(EchoApp()) as (_, port):
+        client, _ = await WsClient.open(port)
+        frame = client.ws.send(Message(data="x" * 50_000))
+        await client.stream.send_all(frame[:20])  # the header says 50,000 bytes; none follow
+        closed = await client.next_event()
+        assert isinstance(closed, CloseConnection) and closed.code == 1009
+        await client.stream.send_all(frame[20:] + client.ws.send(closed.response()))
+        assert await client.stream.receive_some(100) == b""  # closed once the client answered

@@ -1,0 +1,238 @@
+"""The server's side of RFC 6455, without I/O: the opening handshake's answer, client frames
+read into whole messages, and server frames written.
+
+Every rule a client can break ends in :class:`ProtocolViolation` carrying the close code the
+RFC names for it (1002 protocol error, 1007 invalid UTF-8, 1009 message too big). A frame whose
+header announces a message over the limit is refused before its payload is buffered, so a
+connection never holds more than one message's worth of bytes. No extension is negotiated,
+so the reserved bits must be clear.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from dataclasses import dataclass
+
+from .http1 import Refusal
+
+CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
+_DATA = (CONTINUATION, TEXT, BINARY)
+_CONTROL = (CLOSE, PING, PONG)
+_ACCEPT_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+_MAX_CONTROL_PAYLOAD = 125
+NO_CODE = 1005
+"""The close code reported for a close frame that carries none (RFC 6455 section 7.1.5)."""
+
+
+class ProtocolViolation(Exception):
+    """The client broke the framing rules; the connection closes with ``code``."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+def accept_handshake(headers: dict[str, str]) -> bytes:
+    """The 101 answer to an upgrade request with lower-case ``headers``; :class:`Refusal` 426
+    for a version other than 13, 400 for anything else amiss."""
+    if "upgrade" not in _tokens(headers.get("connection", "")):
+        raise _bad_handshake("the Connection header must include 'upgrade'")
+    if headers.get("sec-websocket-version", "").strip() != "13":
+        raise Refusal(
+            426, "only WebSocket version 13 is supported", (("sec-websocket-version", "13"),)
+        )
+    key = headers.get("sec-websocket-key", "").strip()
+    try:
+        valid = len(base64.b64decode(key, validate=True)) == 16
+    except binascii.Error:
+        valid = False
+    if not valid:
+        raise _bad_handshake("Sec-WebSocket-Key must be 16 bytes in base64")
+    accept = base64.b64encode(hashlib.sha1(key.encode("ascii") + _ACCEPT_GUID).digest())
+    return (
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+    )
+
+
+def _bad_handshake(why: str) -> Refusal:
+    return Refusal(400, f"not a valid WebSocket handshake: {why}")
+
+
+def _tokens(value: str) -> set[str]:
+    return {token.strip().lower() for token in value.split(",")}
+
+
+def encode_frame(opcode: int, payload: bytes) -> bytes:
+    """One final, unmasked server frame."""
+    size = len(payload)
+    if size < 126:
+        head = bytes((0x80 | opcode, size))
+    elif size < 65536:
+        head = bytes((0x80 | opcode, 126)) + size.to_bytes(2, "big")
+    else:
+        head = bytes((0x80 | opcode, 127)) + size.to_bytes(8, "big")
+    return head + payload
+
+
+def encode_text(message: str) -> bytes:
+    """A text message in one frame."""
+    return encode_frame(TEXT, message.encode("utf-8"))
+
+
+def encode_close(code: int, reason: str = "") -> bytes:
+    """A close frame; the reason is cut to fit a control frame."""
+    payload = code.to_bytes(2, "big") + reason.encode("utf-8")
+    return encode_frame(CLOSE, payload[:_MAX_CONTROL_PAYLOAD])
+
+
+def unmask(payload: bytes, mask: bytes) -> bytes:
+    """``payload`` XOR the repeated 4-byte ``mask`` (one big-integer XOR, not a loop per
+    byte)."""
+    size = len(payload)
+    if not size:
+        return b""
+    key = (mask * (size // 4 + 1))[:size]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(size, "big")
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    """A ping from the client, to be answered with a pong carrying the same payload."""
+
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """The client's close frame (``code`` is :data:`NO_CODE` when it carried none)."""
+
+    code: int
+    reason: str
+
+
+class FrameReader:
+    """Client bytes in, whole messages (``str`` for text, ``bytes`` for binary) and control
+    frames (:class:`Ping`, :class:`Close`) out. Fragments are joined; pongs are dropped."""
+
+    def __init__(self, max_message_bytes: int) -> None:
+        self._buffer = bytearray()
+        self._max = max_message_bytes
+        self._opcode: int | None = None  # of the fragmented message in progress
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._discarding = False
+        self._skip = 0  # payload bytes of a discarded frame still to come
+
+    def feed(self, data: bytes | bytearray) -> None:
+        """Add bytes received from the client."""
+        if self._skip:
+            dropped = min(self._skip, len(data))
+            self._skip -= dropped
+            data = data[dropped:]
+        self._buffer += data
+
+    def discard_messages(self) -> None:
+        """From now on, drop data frames unread, whatever their size (after a close is sent,
+        only the client's close frame matters)."""
+        self._discarding = True
+        self._opcode, self._parts, self._size = None, [], 0
+
+    def next(self) -> str | bytes | Ping | Close | None:
+        """The next message or control frame, or None until more bytes are fed."""
+        while True:
+            frame = self._frame()
+            if frame is None:
+                return None
+            fin, opcode, payload = frame
+            if opcode == PONG:
+                continue
+            if opcode == PING:
+                return Ping(payload)
+            if opcode == CLOSE:
+                return _close_payload(payload)
+            if self._discarding:
+                continue
+            message = self._assemble(fin, opcode, payload)
+            if message is not None:
+                return message
+
+    def _frame(self) -> tuple[bool, int, bytes] | None:
+        buffer = self._buffer
+        if len(buffer) < 2:
+            return None
+        first, second = buffer[0], buffer[1]
+        fin, opcode, size, at = bool(first & 0x80), first & 0x0F, second & 0x7F, 2
+        if first & 0x70:
+            raise ProtocolViolation(1002, "reserved bits must be clear (no extension is in use)")
+        if not second & 0x80:
+            raise ProtocolViolation(1002, "frames from a client must be masked")
+        if size == 126:
+            if len(buffer) < 4:
+                return None
+            size, at = int.from_bytes(buffer[2:4], "big"), 4
+        elif size == 127:
+            if len(buffer) < 10:
+                return None
+            size, at = int.from_bytes(buffer[2:10], "big"), 10
+        self._check_header(fin, opcode, size)
+        end = at + 4 + size
+        if len(buffer) < end:
+            if self._discarding and opcode in _DATA:
+                self._skip = end - len(buffer)
+                buffer.clear()
+            return None
+        payload = unmask(bytes(buffer[at + 4 : end]), bytes(buffer[at : at + 4]))
+        del buffer[:end]
+        return fin, opcode, payload
+
+    def _check_header(self, fin: bool, opcode: int, size: int) -> None:
+        if opcode in _CONTROL:
+            if not fin or size > _MAX_CONTROL_PAYLOAD:
+                raise ProtocolViolation(1002, "control frames must be whole and at most 125 bytes")
+        elif opcode not in _DATA:
+            raise ProtocolViolation(1002, f"unknown opcode {opcode:#x}")
+        elif self._size + size > self._max and not self._discarding:
+            raise ProtocolViolation(1009, "message over the size limit")
+
+    def _assemble(self, fin: bool, opcode: int, payload: bytes) -> str | bytes | None:
+        if opcode == CONTINUATION:
+            if self._opcode is None:
+                raise ProtocolViolation(1002, "a continuation frame without a message to continue")
+            opcode = self._opcode
+        elif self._opcode is not None:
+            raise ProtocolViolation(1002, "a new message began before the last one ended")
+        if not fin:
+            self._opcode = opcode
+            self._parts.append(payload)
+            self._size += len(payload)
+            return None
+        if self._parts:
+            self._parts.append(payload)
+            payload = b"".join(self._parts)
+            self._opcode, self._parts, self._size = None, [], 0
+        if opcode == BINARY:
+            return payload
+        try:
+            return payload.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ProtocolViolation(1007, "a text message that is not valid UTF-8") from None
+
+
+def _close_payload(payload: bytes) -> Close:
+    """A client's close frame, checked as RFC 6455 section 7.4 says."""
+    if not payload:
+        return Close(NO_CODE, "")
+    if len(payload) == 1:
+        raise ProtocolViolation(1002, "a close frame with a one-byte payload")
+    code = int.from_bytes(payload[:2], "big")
+    allowed = (1000 <= code <= 1014 and code not in (1004, 1005, 1006)) or 3000 <= code <= 4999
+    if not allowed:
+        raise ProtocolViolation(1002, f"close code {code} may not be sent")
+    try:
+        return Close(code, payload[2:].decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ProtocolViolation(1007, "a close reason that is not valid UTF-8") from None
