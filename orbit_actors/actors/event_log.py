@@ -39,11 +39,13 @@ def log_batch(state: ExecutionState, batch: Iterable[Event]) -> None:
             _emit(logging.INFO, "execution started", state, run=getattr(event, "run", 1))
         elif kind in _FINISHED:
             level, what = _FINISHED[kind]
-            _emit(level, what, state, code=_code(event), run=state.run)
+            if log.isEnabledFor(level):
+                _emit(level, what, state, code=_code(event), run=state.run)
         elif kind in _STEPS:
             level, what = _STEPS[kind]
-            _emit(level, what, state, step=getattr(event, "step", None),
-                  attempt=getattr(event, "attempt", None), code=_code(event))  # fmt: skip
+            if log.isEnabledFor(level):
+                _emit(level, what, state, step=getattr(event, "step", None),
+                      attempt=getattr(event, "attempt", None), code=_code(event))  # fmt: skip
 
 
 def _code(event: Event) -> str | None:

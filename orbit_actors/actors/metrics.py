@@ -1,18 +1,25 @@
 """Prometheus metrics of one runtime, in their own registry (architecture.md, "Observability").
 
-Counters and histograms are fed from each batch of events once it is durable; gauges are read
-at scrape time from the runtime's own state. Labels have bounded cardinality (workflow names,
+Counters and histograms are fed from each batch of events once it is durable, kept as plain
+numbers on the trio thread and handed to prometheus-client at scrape time; gauges are read at
+scrape time from the runtime's own state. Labels have bounded cardinality (workflow names,
 statuses, outcomes, task names), never an execution id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import bisect
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from ..history.events import Event
@@ -53,33 +60,87 @@ class Snapshot:
     store_largest_batch: int
 
 
+class Counts:
+    """A counter by label values. Increments happen on the trio thread only, so they take no
+    lock (prometheus-client's ``Counter`` takes one per increment, and every event counts)."""
+
+    def __init__(self, name: str, documentation: str, labels: Sequence[str]) -> None:
+        self.name, self.documentation, self.labels = name, documentation, list(labels)
+        self.values: dict[tuple[str, ...], float] = {}
+
+    def inc(self, *labels: str) -> None:
+        """Add one for ``labels``."""
+        self.values[labels] = self.values.get(labels, 0.0) + 1
+
+    def family(self) -> CounterMetricFamily:
+        """The counter for exposition."""
+        family = CounterMetricFamily(self.name, self.documentation, labels=self.labels)
+        for labels, value in sorted(self.values.items()):
+            family.add_metric(list(labels), value)
+        return family
+
+
+class Latencies:
+    """A histogram by label values, in seconds; lock-free like :class:`Counts`."""
+
+    def __init__(
+        self, name: str, documentation: str, labels: Sequence[str], bounds: Sequence[float]
+    ) -> None:
+        self.name, self.documentation, self.labels = name, documentation, list(labels)
+        self.bounds = tuple(bounds)
+        self._le = [repr(float(bound)) for bound in bounds] + ["+Inf"]
+        self.series: dict[tuple[str, ...], list[float]] = {}  # bucket counts, then the sum
+        if not self.labels:
+            self._series(())
+
+    def observe(self, seconds: float, *labels: str) -> None:
+        """Count one observation of ``seconds`` for ``labels``."""
+        series = self.series.get(labels) or self._series(labels)
+        series[bisect.bisect_left(self.bounds, seconds)] += 1
+        series[-1] += seconds
+
+    def _series(self, labels: tuple[str, ...]) -> list[float]:
+        series = self.series[labels] = [0.0] * (len(self.bounds) + 2)
+        return series
+
+    def family(self) -> HistogramMetricFamily:
+        """The histogram for exposition (cumulative buckets, as Prometheus reads them)."""
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labels)
+        for labels, series in sorted(self.series.items()):
+            buckets = list(zip(self._le, itertools.accumulate(series[:-1]), strict=True))
+            family.add_metric(list(labels), buckets, sum_value=series[-1])
+        return family
+
+
 class Metrics:
     """The runtime's metrics; :meth:`observe` after every durable batch, :meth:`render` to
     scrape."""
 
     def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
-        self.registry = CollectorRegistry(auto_describe=False)  # gauges are read at scrape only
-        r = self.registry
-        self.started = Counter("orbit_executions_started", "Executions started.",
-                               ["workflow"], registry=r)  # fmt: skip
-        self.finished = Counter("orbit_executions_finished", "Executions finished, by status.",
-                                ["workflow", "status"], registry=r)  # fmt: skip
-        self.steps = Counter("orbit_step_outcomes", "Unit outcomes (attempts and resolutions).",
-                             ["workflow", "outcome"], registry=r)  # fmt: skip
-        self.schedule_to_start = Histogram(
+        self.registry = CollectorRegistry(auto_describe=False)  # everything is read at scrape
+        self.started = Counts("orbit_executions_started", "Executions started.", ["workflow"])
+        self.finished = Counts("orbit_executions_finished", "Executions finished, by status.",
+                               ["workflow", "status"])  # fmt: skip
+        self.steps = Counts("orbit_step_outcomes", "Unit outcomes (attempts and resolutions).",
+                            ["workflow", "outcome"])  # fmt: skip
+        self.schedule_to_start = Latencies(
             "orbit_step_schedule_to_start_seconds", "From a unit scheduled to its dispatch.",
-            ["workflow"], buckets=_LATENCY_BUCKETS, registry=r,
+            ["workflow"], _LATENCY_BUCKETS,
         )  # fmt: skip
-        self.start_to_close = Histogram(
+        self.start_to_close = Latencies(
             "orbit_step_start_to_close_seconds", "From a dispatch to its result.",
-            ["workflow"], buckets=_LATENCY_BUCKETS, registry=r,
+            ["workflow"], _LATENCY_BUCKETS,
         )  # fmt: skip
-        self.commit_seconds = Histogram(
+        self.commit_seconds = Latencies(
             "orbit_store_commit_seconds", "Time for one commit to become durable (group commit).",
-            buckets=_LATENCY_BUCKETS, registry=r,
+            [], _LATENCY_BUCKETS,
         )  # fmt: skip
-        r.register(_Gauges(snapshot))
-        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        accumulated: list[Counts | Latencies] = [
+            self.started, self.finished, self.steps, self.schedule_to_start, self.start_to_close,
+            self.commit_seconds,
+        ]  # fmt: skip
+        self.registry.register(_Accumulated(accumulated))
+        self.registry.register(_Gauges(snapshot))
 
     def observe(self, state: ExecutionState, batch: Iterable[Event]) -> None:
         """Count a durable batch of ``state``'s events."""
@@ -87,37 +148,39 @@ class Metrics:
         for event in batch:
             kind = event.type
             if kind in _STEP_OUTCOMES:
-                self._child(self.steps, workflow, _STEP_OUTCOMES[kind]).inc()
+                self.steps.inc(workflow, _STEP_OUTCOMES[kind])
                 if kind in ("StepSucceeded", "StepAttemptFailed"):
                     self._start_to_close(state, event)
             elif kind == "StepDispatched":
                 unit = state.units.get(getattr(event, "step", ""))
                 if unit is not None and unit.scheduled_at_ms:
                     waited = max(0, event.timestamp_ms - unit.scheduled_at_ms) / 1000
-                    self._child(self.schedule_to_start, workflow).observe(waited)
+                    self.schedule_to_start.observe(waited, workflow)
             elif kind == "WorkflowCreated" and getattr(event, "run", 1) == 1:
-                self._child(self.started, workflow).inc()
+                self.started.inc(workflow)
             elif kind in _FINISHED:
-                self._child(self.finished, workflow, _FINISHED[kind]).inc()
-
-    def _child(self, metric: Any, *labels: str) -> Any:
-        """``metric.labels(*labels)``, remembered: ``labels`` takes a lock and builds a key on
-        every call, and each event asks for one."""
-        key = (id(metric), labels)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = metric.labels(*labels)
-        return child
+                self.finished.inc(workflow, _FINISHED[kind])
 
     def _start_to_close(self, state: ExecutionState, event: Event) -> None:
         unit = state.units.get(getattr(event, "step", ""))
         if unit is not None and unit.dispatched_at_ms is not None:
             took = max(0, event.timestamp_ms - unit.dispatched_at_ms) / 1000
-            self._child(self.start_to_close, state.workflow).observe(took)
+            self.start_to_close.observe(took, state.workflow)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""
         return generate_latest(self.registry)
+
+
+class _Accumulated(Collector):
+    """The counters and histograms, read at scrape time."""
+
+    def __init__(self, metrics: list[Counts | Latencies]) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self._metrics:
+            yield metric.family()
 
 
 class _Gauges(Collector):

@@ -72,6 +72,7 @@ class GroupWriter:
         self._thread = threading.Thread(target=self._run, name="orbit-store-writer", daemon=True)
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
+        self._stopped = False  # stop() was called or the thread ended (cheaper than is_alive)
         self.stats = StoreStatistics()
 
     async def start(self) -> None:
@@ -82,7 +83,9 @@ class GroupWriter:
             raise self._startup_error
 
     async def stop(self) -> None:
-        """Finish the requests already queued, close the connection, end the thread."""
+        """Finish the requests already queued, close the connection, end the thread. A write
+        submitted after this is refused (it would sit behind the stop forever)."""
+        self._stopped = True
         self._queue.put(_STOP)
         await trio.to_thread.run_sync(self._thread.join)
 
@@ -95,7 +98,7 @@ class GroupWriter:
     async def submit(self, work: object, weight: int = 1) -> Any:
         """Like :meth:`write`, for a write the batcher runs (its result is None)."""
         await trio.lowlevel.checkpoint_if_cancelled()
-        if not self._thread.is_alive():
+        if self._stopped:
             raise StorageError(f"the store {self._describe} is closed")
         request: _Request[Any] = _Request(work, weight, trio.lowlevel.current_task())
         self._queue.put(request)
@@ -109,6 +112,7 @@ class GroupWriter:
             conn = self._connect()
         except BaseException as exc:
             self._startup_error = exc
+            self._stopped = True
             self._ready.set()
             return
         self._ready.set()
@@ -116,6 +120,7 @@ class GroupWriter:
             while not self._serve_batch(conn):
                 pass
         finally:
+            self._stopped = True
             conn.close()
 
     def _serve_batch(self, conn: sqlite3.Connection) -> bool:
