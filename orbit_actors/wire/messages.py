@@ -102,6 +102,11 @@ class WireError(ValueError):
 
 def decode_worker_message(frame: str | bytes | dict[str, Any]) -> WorkerMessage:
     """One worker message from a text frame (or its parsed dict)."""
+    if not isinstance(frame, dict):
+        try:  # the common case in one pass; anything amiss is explained by the path below
+            return _DECODER.validate_json(frame)
+        except ValidationError:
+            pass
     data: Any = frame
     if not isinstance(frame, dict):
         try:
