@@ -194,17 +194,17 @@ class Scheduler:
         if released:
             log.info("released %d schedule claims of a stopped server that never fired", released)
         self._entries = {}
+        latest = await self._store.occurrence_executions(1)
         for record in await self._store.schedules():
             try:
-                await self._add(record)
+                self._add(record, latest.get(record.schedule_id, []))
             except InvalidScheduleError as exc:  # e.g. a time zone the system no longer knows
                 _log(logging.ERROR, "schedule cannot run", schedule_id=record.schedule_id,
                      reason=exc.message)  # fmt: skip
 
-    async def _add(self, record: ScheduleRecord) -> _Entry:
+    def _add(self, record: ScheduleRecord, last: list[str]) -> _Entry:
         spec = ScheduleSpec.of(record)
         rule = spec.rule()
-        last = await self._store.occurrence_executions(record.schedule_id, 1)
         entry = _Entry(record, spec, rule, None, last[0] if last else None)
         self._plan(entry)
         self._entries[record.schedule_id] = entry
@@ -287,9 +287,10 @@ class Scheduler:
                 entry = self._entry(schedule_id)
                 return await self._fire(entry, self._clock.now_ms() // 1000 * 1000)
             case ShowSchedules(schedule_id=None):
-                return [await self._view(self._entries[k]) for k in sorted(self._entries)]
+                executions = await self._store.occurrence_executions(LAST_EXECUTIONS)
+                return [self._view(self._entries[k], executions) for k in sorted(self._entries)]
             case ShowSchedules(schedule_id=str(schedule_id)):
-                return [await self._view(self._entry(schedule_id))]
+                return [await self._show(self._entry(schedule_id))]
         raise InternalError(f"the scheduler has no command {type(command).__name__}")
 
     def _entry(self, schedule_id: str) -> _Entry:
@@ -310,17 +311,17 @@ class Scheduler:
                 "first or choose another id"
             )
         if outcome == "unchanged":
-            return await self._view(self._entry(spec.schedule_id)), False
-        entry = await self._add(record)
+            return await self._show(self._entry(spec.schedule_id)), False
+        entry = self._add(record, [])
         _log(logging.INFO, "schedule created", schedule_id=spec.schedule_id, cron=spec.cron,
              timezone=spec.timezone)  # fmt: skip
-        return await self._view(entry), True
+        return await self._show(entry), True
 
     async def _pause(self, entry: _Entry, paused: bool) -> dict[str, Any]:
         await self._store.set_schedule_paused(entry.spec.schedule_id, paused, self._clock.now_ms())
         await self._refresh(entry)
         self._plan(entry)
-        return await self._view(entry)
+        return await self._show(entry)
 
     async def _fire(self, entry: _Entry, occurrence: int) -> str:
         """Fire one occurrence; returns its execution id. Raises OverlapSkippedError when the
@@ -366,18 +367,23 @@ class Scheduler:
         if record is not None:
             entry.record = record
 
-    async def _view(self, entry: _Entry) -> dict[str, Any]:
-        """A schedule as the API shows it."""
+    async def _show(self, entry: _Entry) -> dict[str, Any]:
+        """One schedule as the API shows it."""
+        latest = await self._store.occurrence_executions(LAST_EXECUTIONS, entry.spec.schedule_id)
+        return self._view(entry, latest)
+
+    def _view(self, entry: _Entry, executions: dict[str, list[str]]) -> dict[str, Any]:
+        """A schedule as the API shows it (``executions``: the latest, by schedule)."""
         record, spec = entry.record, entry.spec
         upcoming: list[int] = []
         if entry.due_ms is not None:
             upcoming = [entry.due_ms, *entry.rule.upcoming(entry.due_ms, NEXT_OCCURRENCES - 1)]
-        executions = await self._store.occurrence_executions(spec.schedule_id, LAST_EXECUTIONS)
         return {
             "schedule_id": spec.schedule_id, "cron": spec.cron, "timezone": spec.timezone,
             "workflow": spec.workflow, "version": spec.version, "input": spec.input,
             "overlap": spec.overlap, "paused": record.paused,
-            "next_occurrences_ms": upcoming, "last_execution_ids": executions,
+            "next_occurrences_ms": upcoming,
+            "last_execution_ids": executions.get(spec.schedule_id, []),
             "last_error": record.last_error, "created_at_ms": record.created_at_ms,
         }  # fmt: skip
 

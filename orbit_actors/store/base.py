@@ -16,6 +16,10 @@ from ..history.events import Event
 PutOutcome = Literal["created", "unchanged", "conflict"]
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "timed_out"})
 EXECUTION_STATUSES = frozenset({"running", *TERMINAL_STATUSES})
+KEPT_CLAIMS = 100
+"""Fired occurrence claims kept per schedule; older ones are settled (the scheduler never fires
+an occurrence at or before ``settled_ms``) and are deleted as new ones settle, so a schedule
+firing every minute does not grow its store by half a million rows a year."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,8 @@ class Store(Protocol):
     async def claim_occurrence(
         self, schedule_id: str, occurrence_ms: int, owner: str, now_ms: int
     ) -> bool:
-        """Claim one occurrence before firing it: True for exactly one claimer, ever."""
+        """Claim one occurrence before firing it: True for exactly one claimer (while the claim
+        is kept: see :data:`KEPT_CLAIMS`)."""
         ...
 
     async def settle_occurrence(
@@ -208,11 +213,15 @@ class Store(Protocol):
     ) -> None:
         """An occurrence is done with: it started ``execution_id`` (recorded on its claim, and
         the schedule's last error cleared) or it did not start (``error`` says why, if that is
-        an error; its claim is then given back). Either way the schedule is settled up to it."""
+        an error; its claim is then given back). Either way the schedule is settled up to it.
+        Fired claims beyond the newest :data:`KEPT_CLAIMS` of the schedule are deleted."""
         ...
 
-    async def occurrence_executions(self, schedule_id: str, limit: int) -> list[str]:
-        """The executions the latest ``limit`` fired occurrences started, newest first."""
+    async def occurrence_executions(
+        self, limit: int, schedule_id: str | None = None
+    ) -> dict[str, list[str]]:
+        """By schedule (every one, or ``schedule_id`` only), the executions its latest
+        ``limit`` fired occurrences started, newest first; one read for all."""
         ...
 
     async def release_claims(self, except_owner: str) -> int:

@@ -11,6 +11,7 @@ import trio
 from ..errors import StorageError
 from ..history.events import Event
 from ..store.base import (
+    KEPT_CLAIMS,
     AlreadyStored,
     Commit,
     DefinitionRecord,
@@ -229,6 +230,10 @@ class MemoryStore:
         key = (schedule_id, occurrence_ms)
         if key in self._claims and execution_id is not None:
             self._claims[key] = (self._claims[key][0], execution_id)
+            fired = sorted(k for k, (_, done) in self._claims.items()
+                           if k[0] == schedule_id and done is not None)  # fmt: skip
+            for old_key in fired[: max(0, len(fired) - KEPT_CLAIMS)]:
+                del self._claims[old_key]
         elif key in self._claims and self._claims[key][1] is None:
             del self._claims[key]  # it did not start: the claim is given back
         old = self._schedules.get(schedule_id)
@@ -237,15 +242,25 @@ class MemoryStore:
             settled = max(old.settled_ms, occurrence_ms)
             self._schedules[schedule_id] = replace(old, settled_ms=settled, last_error=last_error)
 
-    async def occurrence_executions(self, schedule_id: str, limit: int) -> list[str]:
-        """The executions of the latest fired occurrences, newest first."""
+    async def occurrence_executions(
+        self, limit: int, schedule_id: str | None = None
+    ) -> dict[str, list[str]]:
+        """By schedule, the executions of its latest fired occurrences, newest first."""
         await trio.lowlevel.checkpoint()
+        return {
+            sid: fired[:limit]
+            for sid in sorted({k[0] for k in self._claims})
+            if schedule_id in (None, sid) and (fired := self._fired(sid))
+        }
+
+    def _fired(self, schedule_id: str) -> list[str]:
+        """The executions of a schedule's fired occurrences, newest first."""
         fired = sorted(
             (occurrence, execution_id)
             for (sid, occurrence), (_, execution_id) in self._claims.items()
             if sid == schedule_id and execution_id is not None
         )
-        return [execution_id for _, execution_id in reversed(fired)][:limit]
+        return [execution_id for _, execution_id in reversed(fired)]
 
     async def release_claims(self, except_owner: str) -> int:
         """Release other processes' claims that never fired."""

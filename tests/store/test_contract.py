@@ -7,6 +7,7 @@ import trio
 
 from orbit_actors.errors import InvalidRequestError, StorageError
 from orbit_actors.store import AlreadyStored, DefinitionRecord, ScheduleRecord, Store, WorkerRecord
+from orbit_actors.store.base import KEPT_CLAIMS
 
 from .helpers import commit
 
@@ -237,9 +238,35 @@ async def test_settling_occurrences_records_executions_errors_and_the_settled_in
     found = await store.schedule("s1")
     assert found is not None
     assert (found.settled_ms, found.last_error) == (300, None)
-    assert await store.occurrence_executions("s1", 10) == ["s1:b", "s1:a"]
-    assert await store.occurrence_executions("s1", 1) == ["s1:b"]
+    assert await store.occurrence_executions(10, "s1") == {"s1": ["s1:b", "s1:a"]}
+    assert await store.occurrence_executions(1) == {"s1": ["s1:b"]}
     assert await store.claim_occurrence("s1", 300, "me", 301)  # what did not start is given back
+
+
+async def test_the_latest_executions_of_every_schedule_come_in_one_read(store: Store) -> None:
+    for schedule_id in ("s1", "s2", "s3"):
+        await store.put_schedule(ScheduleRecord(schedule_id, {"cron": "@hourly"}, False, 0))
+    for schedule_id, occurrences in (("s1", (1, 2, 3)), ("s2", (5,))):
+        for occurrence in occurrences:
+            await store.claim_occurrence(schedule_id, occurrence, "me", occurrence)
+            await store.settle_occurrence(
+                schedule_id, occurrence, f"{schedule_id}:{occurrence}", None
+            )
+    assert await store.occurrence_executions(2) == {"s1": ["s1:3", "s1:2"], "s2": ["s2:5"]}
+    assert await store.occurrence_executions(5, "s2") == {"s2": ["s2:5"]}
+    assert await store.occurrence_executions(5, "s3") == {}
+
+
+async def test_only_the_newest_fired_claims_are_kept(store: Store) -> None:
+    await store.put_schedule(ScheduleRecord("s1", {"cron": "* * * * *"}, False, 0))
+    occurrences = range(1, KEPT_CLAIMS + 6)
+    for occurrence in occurrences:
+        await store.claim_occurrence("s1", occurrence, "me", occurrence)
+        await store.settle_occurrence("s1", occurrence, f"s1:{occurrence}", None)
+    kept = (await store.occurrence_executions(10 * KEPT_CLAIMS))["s1"]
+    assert kept == [f"s1:{n}" for n in reversed(occurrences)][:KEPT_CLAIMS]
+    assert not await store.claim_occurrence("s1", occurrences[-KEPT_CLAIMS], "other", 0)
+    assert await store.claim_occurrence("s1", 1, "other", 0)  # settled long ago, let go
 
 
 async def test_resuming_a_schedule_settles_what_passed_while_paused(store: Store) -> None:

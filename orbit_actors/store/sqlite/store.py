@@ -15,6 +15,7 @@ import trio
 from ...errors import StorageError
 from ...history.events import Event, events_from_json, events_to_json
 from ..base import (
+    KEPT_CLAIMS,
     AlreadyStored,
     Commit,
     DefinitionRecord,
@@ -259,16 +260,23 @@ class SqliteStore:
             lambda conn: _settle_occurrence(conn, schedule_id, occurrence_ms, execution_id, error)
         )
 
-    async def occurrence_executions(self, schedule_id: str, limit: int) -> list[str]:
-        """The executions of the latest fired occurrences, newest first."""
-        rows = await self._read(
-            lambda c: c.execute(
-                "SELECT execution_id FROM schedule_claims WHERE schedule_id = ? AND execution_id IS NOT NULL "
-                "ORDER BY occurrence_ms DESC LIMIT ?",
-                (schedule_id, limit),
-            ).fetchall()
+    async def occurrence_executions(
+        self, limit: int, schedule_id: str | None = None
+    ) -> dict[str, list[str]]:
+        """By schedule, the executions of its latest fired occurrences, newest first."""
+        only = "AND schedule_id = ?" if schedule_id is not None else ""
+        query = (
+            "SELECT schedule_id, execution_id FROM (SELECT schedule_id, execution_id, "
+            "occurrence_ms, ROW_NUMBER() OVER (PARTITION BY schedule_id ORDER BY occurrence_ms "
+            f"DESC) AS n FROM schedule_claims WHERE execution_id IS NOT NULL {only}) "
+            "WHERE n <= ? ORDER BY schedule_id, occurrence_ms DESC"
         )
-        return [row[0] for row in rows]
+        parameters = (schedule_id, limit) if schedule_id is not None else (limit,)
+        rows = await self._read(lambda c: c.execute(query, parameters).fetchall())
+        found: dict[str, list[str]] = {}
+        for schedule, execution_id in rows:
+            found.setdefault(schedule, []).append(execution_id)
+        return found
 
     async def release_claims(self, except_owner: str) -> int:
         """Release other processes' claims that never fired."""
@@ -401,6 +409,12 @@ def _settle_occurrence(
         conn.execute(
             "UPDATE schedule_claims SET execution_id = ? WHERE schedule_id = ? AND occurrence_ms = ?",
             (execution_id, schedule_id, occurrence_ms),
+        )
+        conn.execute(
+            "DELETE FROM schedule_claims WHERE schedule_id = ? AND execution_id IS NOT NULL "
+            "AND occurrence_ms <= (SELECT occurrence_ms FROM schedule_claims WHERE schedule_id = ? "
+            "AND execution_id IS NOT NULL ORDER BY occurrence_ms DESC LIMIT 1 OFFSET ?)",
+            (schedule_id, schedule_id, KEPT_CLAIMS),
         )
     else:  # it did not start: the claim is given back
         conn.execute(
