@@ -59,6 +59,15 @@ class EchoApp:
             return None
 
 
+def upgrade(
+    key: str | None = "dGhlIHNhbXBsZSBub25jZQ==", version: str = "13"
+) -> tuple[tuple[str, str], ...]:
+    """The headers of a WebSocket handshake (without the key when ``key`` is None)."""
+    keyed = (("sec-websocket-key", key),) if key is not None else ()
+    return (("upgrade", "websocket"), ("connection", "Upgrade"), *keyed,
+            ("sec-websocket-version", version))  # fmt: skip
+
+
 def refusal(status: int, message: str) -> Response:
     return Response(status, json.dumps({"status": status, "message": message}).encode())
 
@@ -279,10 +288,7 @@ async def test_a_websocket_close_from_the_client_is_answered() -> None:
 async def test_a_refused_upgrade_is_an_http_answer() -> None:
     async with running(EchoApp()) as (_, port):
         client = await Client.open(port)
-        upgrade = (("upgrade", "websocket"), ("connection", "Upgrade"),
-                   ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
-                   ("sec-websocket-version", "13"))  # fmt: skip
-        response, body = await client.request("GET", "/refused", headers=upgrade)
+        response, body = await client.request("GET", "/refused", headers=upgrade())
         assert response.status_code == 401 and json.loads(body) == {"refused": True}
 
 
@@ -298,9 +304,7 @@ async def test_head_answers_the_get_headers_without_a_body() -> None:
 async def test_an_upgrade_without_a_key_is_400() -> None:
     async with running(EchoApp()) as (_, port):
         client = await Client.open(port)
-        upgrade = (("upgrade", "websocket"), ("connection", "Upgrade"),
-                   ("sec-websocket-version", "13"))  # fmt: skip
-        response, body = await client.request("GET", "/ws", headers=upgrade)
+        response, body = await client.request("GET", "/ws", headers=upgrade(key=None))
         assert response.status_code == 400
         assert json.loads(body)["message"].startswith("not a valid WebSocket handshake")
 
@@ -353,10 +357,7 @@ def test_a_head_and_a_large_body_arriving_together_are_judged_apart() -> None:
 async def test_an_upgrade_to_another_websocket_version_is_426_naming_version_13() -> None:
     async with running(EchoApp()) as (_, port):
         client = await Client.open(port)
-        upgrade = (("upgrade", "websocket"), ("connection", "Upgrade"),
-                   ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
-                   ("sec-websocket-version", "8"))  # fmt: skip
-        response, _ = await client.request("GET", "/ws", headers=upgrade)
+        response, _ = await client.request("GET", "/ws", headers=upgrade(version="8"))
         assert response.status_code == 426
         assert header(response, "sec-websocket-version") == "13"
 
