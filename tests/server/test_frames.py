@@ -170,3 +170,29 @@ def test_after_discarding_only_the_close_frame_is_read_even_past_the_limit() -> 
 def test_unmasking_is_a_bytewise_xor_with_the_repeated_mask(payload: bytes, mask: bytes) -> None:
     expected = bytes(byte ^ mask[index % 4] for index, byte in enumerate(payload))
     assert frames.unmask(payload, mask) == expected
+
+
+_frames = st.lists(
+    st.builds(
+        raw_frame,
+        st.sampled_from([0x81, 0x01, 0x80, 0x00, 0x82, 0x89, 0x8A, 0x88, 0x83, 0xC1, 0x09]),
+        st.binary(max_size=700),
+        masked=st.integers(min_value=0, max_value=9).map(bool),  # a tenth unmasked
+    ),
+    max_size=8,
+)
+
+
+@given(frames=_frames, noise=st.binary(max_size=40), chunk=st.integers(min_value=1, max_value=700))
+def test_any_frames_give_messages_or_a_violation_and_never_buffer_more_than_one_frame(
+    frames: list[bytes], noise: bytes, chunk: int
+) -> None:
+    data = b"".join(frames) + noise
+    reader = FrameReader(500)
+    try:
+        for at in range(0, len(data), chunk):
+            for found in read_all(reader, data[at : at + chunk]):
+                assert isinstance(found, str | bytes | Ping | Close)
+            assert len(reader._buffer) <= 14 + 500  # at most one frame's header and payload
+    except ProtocolViolation as violation:
+        assert violation.code in (1002, 1007, 1009)
