@@ -31,6 +31,7 @@ from trio_websocket import (
 )
 
 from .._version import __version__
+from ..ir.jsontext import compact_json
 from ..wire import messages as wire
 from .tasks import TaskContext, TaskFunction
 
@@ -330,7 +331,7 @@ def _result(token: str, outcome: dict[str, Any]) -> dict[str, Any]:
 
 async def _send_quietly(ws: WebSocketConnection, message: dict[str, Any]) -> None:
     with contextlib.suppress(ConnectionClosed):  # results stay in the outbox, sent again later
-        await ws.send_message(json.dumps(message, separators=(",", ":")))
+        await ws.send_message(compact_json(message))
 
 
 def _why(exc: BaseException) -> str:
