@@ -60,6 +60,27 @@ class Refusal(Exception):
         self.headers = headers
 
 
+def request_of(
+    method: str, target: str, headers: dict[str, str] | list[tuple[str, str]], body: bytes
+) -> Request:
+    """A request from its method, target (path and query, as sent), headers (names in lower
+    case; a list's repeated names are joined with ``, ``) and body."""
+    if isinstance(headers, list):
+        joined: dict[str, str] = {}
+        for name, value in headers:
+            known = joined.get(name)
+            joined[name] = value if known is None else f"{known}, {value}"
+        headers = joined
+    raw_path, _, query = target.partition("?")
+    return Request(
+        method=method,
+        path=unquote(raw_path),
+        query=dict(reversed(parse_qsl(query, keep_blank_values=True))),
+        headers=headers,
+        body=body,
+    )
+
+
 class RequestReader:
     """Bytes in (:meth:`feed`), whole requests out (:meth:`next_request`), in order."""
 
@@ -139,19 +160,17 @@ class RequestReader:
     def on_message_complete(self) -> None:
         self.busy = False
         self.expects_continue = False
-        raw_path, _, query = self._url.decode("latin-1").partition("?")
-        self._ready.append(
-            Request(
-                method=self._parser.get_method().decode("latin-1"),
-                path=unquote(raw_path),
-                query=dict(reversed(parse_qsl(query, keep_blank_values=True))),
-                headers=self._headers,
-                body=b"".join(self._chunks),
-                # an HTTP/1.0 client gets one answer per connection: no keep-alive dialect
-                keep_alive=self._parser.should_keep_alive()
-                and self._parser.get_http_version() != "1.0",
-            )
+        request = request_of(
+            self._parser.get_method().decode("latin-1"),
+            self._url.decode("latin-1"),
+            self._headers,
+            b"".join(self._chunks),
         )
+        # an HTTP/1.0 client gets one answer per connection: no keep-alive dialect
+        request.keep_alive = (
+            self._parser.should_keep_alive() and self._parser.get_http_version() != "1.0"
+        )
+        self._ready.append(request)
 
     def _check_head(self, size: int) -> None:
         self._head_bytes += size

@@ -173,5 +173,5 @@ def _ssl_context(options: ServerOptions) -> ssl.SSLContext | None:
         return None
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(options.certfile, options.keyfile)
-    context.set_alpn_protocols(["http/1.1"])
+    context.set_alpn_protocols(["h2", "http/1.1"])
     return context

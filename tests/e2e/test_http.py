@@ -8,7 +8,9 @@ import json
 import socket
 from collections.abc import Iterator
 
+import httpx
 import pytest
+import trio
 
 from .harness import ServerProcess
 
@@ -123,3 +125,36 @@ def test_a_body_far_over_the_limit_gets_its_413_not_a_reset(server: ServerProces
     raw = exchange(server, head + body)
     assert raw.startswith(b"HTTP/1.1 413 ")
     assert bodies(raw)[0]["error"]["code"] == "PAYLOAD_TOO_LARGE"  # type: ignore[index]
+
+
+WAITING = """
+workflow: h2-waits
+version: 1.0.0
+signals: {go: null}
+steps: [{id: wait, await: go}]
+"""
+
+
+async def test_http2_with_prior_knowledge_carries_a_long_poll_beside_other_requests(
+    server: ServerProcess,
+) -> None:
+    async with httpx.AsyncClient(base_url=server.url, http1=False, http2=True) as client:
+        deployed = await client.post("/v1/definitions", content=WAITING,
+                                     headers={"content-type": "application/yaml"})  # fmt: skip
+        assert deployed.http_version == "HTTP/2" and deployed.status_code in (200, 201)
+        started = await client.post("/v1/executions", json={"workflow": "h2-waits"})
+        execution_id = started.json()["execution_id"]
+        finished: list[httpx.Response] = []
+
+        async def wait() -> None:
+            finished.append(await client.get(f"/v1/executions/{execution_id}/wait?timeout=30"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait)
+            await trio.sleep(0.2)  # the long poll holds its stream; the others go on
+            assert (await client.get("/healthz")).status_code == 200
+            signal = f"/v1/executions/{execution_id}/signals/go"
+            assert (await client.post(signal, json={"payload": 1})).status_code == 202
+        assert finished[0].json()["status"] == "completed"
+        missing = await client.get("/v1/executions/no-such")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"

@@ -28,11 +28,12 @@ from orbit_actors.server.transport import Limits, Server, open_listeners
 from orbit_actors.server.websocket import SocketClosed, WebSocket
 
 LIMIT = 1000
+BIG = 300_000  # over HTTP/2's initial flow-control window (65,535 bytes)
 
 
 class EchoApp:
-    """Answers with what it was asked; ``/slow`` waits to be released; ``/boom`` raises;
-    WebSocket messages are echoed."""
+    """Answers with what it was asked; ``/slow`` waits to be released; ``/big`` is
+    :data:`BIG` bytes; WebSocket messages are echoed."""
 
     def __init__(self) -> None:
         self.release = trio.Event()
@@ -42,6 +43,8 @@ class EchoApp:
         if request.path == "/slow":
             self.slow_started.set()
             await self.release.wait()
+        if request.path == "/big":
+            return Response(200, b"x" * BIG, content_type="text/plain")
         body = {"method": request.method, "path": request.path, "query": request.query,
                 "body": request.body.decode(), "type": request.content_type}  # fmt: skip
         return Response(200, json.dumps(body).encode())

@@ -1,0 +1,26 @@
+"""Closing a connection the client is still sending on, without losing the last answer."""
+
+from __future__ import annotations
+
+import trio
+
+LINGER_TIMEOUT = 2.0
+"""How long the client's remaining bytes are read (and dropped) before the connection closes."""
+LINGER_BYTES = 16 * 1024 * 1024
+"""How many of them, at most."""
+
+
+async def linger(stream: trio.abc.Stream) -> None:
+    """After the last answer: stop sending, then read what the client still sends until it
+    closes, for at most :data:`LINGER_TIMEOUT` and :data:`LINGER_BYTES`. Closing a socket that
+    holds unread bytes makes the kernel reset the connection, and the client could lose the
+    answer before reading it."""
+    with trio.move_on_after(LINGER_TIMEOUT):
+        if isinstance(stream, trio.SocketStream):
+            await stream.send_eof()
+        drained = 0
+        while drained < LINGER_BYTES:
+            data = await stream.receive_some(65536)
+            if not data:
+                return
+            drained += len(data)
