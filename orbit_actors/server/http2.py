@@ -114,8 +114,8 @@ class Http2Connection:
         self._h2.initiate_connection()
         async with trio.open_nursery() as answers:
             with self._reading:
-                data: bytes | bytearray = self._opening
-                while not data or self._take(data, answers):
+                data: bytes | bytearray = self._opening  # empty after ALPN
+                while self._take(data, answers):
                     await self._flush()
                     self._rearm()
                     data = await self._receive()
