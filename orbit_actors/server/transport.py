@@ -30,7 +30,7 @@ import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from email.utils import formatdate
 from typing import Protocol
@@ -191,7 +191,7 @@ class Server:
         """HTTP/2 when the client asks for it (ALPN ``h2`` over TLS, or the connection preface
         in clear), HTTP/1.1 otherwise."""
         if isinstance(stream, trio.SSLStream):
-            with trio.move_on_after(self._limits.keep_alive_timeout) as handshake:
+            with self._idle_wait() as handshake:
                 await stream.do_handshake()
             if handshake.cancelled_caught:
                 return
@@ -291,14 +291,21 @@ class Server:
     async def _receive_idle(self, stream: trio.abc.Stream) -> bytes | bytearray:
         """The first bytes of the next request, or ``b""`` after the keep-alive timeout or once
         the server drains."""
-        with trio.CancelScope() as scope:
-            scope.deadline = trio.current_time() + self._limits.keep_alive_timeout
+        with self._idle_wait():
+            return await stream.receive_some(READ_CHUNK)
+        return b""
+
+    @contextlib.contextmanager
+    def _idle_wait(self) -> Iterator[trio.CancelScope]:
+        """A wait with nothing in flight: it ends at the keep-alive timeout or when the server
+        drains."""
+        deadline = trio.current_time() + self._limits.keep_alive_timeout
+        with trio.CancelScope(deadline=deadline) as scope:
             self._idle.add(scope)
             try:
-                return await stream.receive_some(READ_CHUNK)
+                yield scope
             finally:
                 self._idle.discard(scope)
-        return b""
 
     async def _refuse(self, stream: trio.abc.Stream, refusal: Refusal) -> None:
         """Answer a request that could not be taken, then :func:`~.linger.linger` (the rest of
