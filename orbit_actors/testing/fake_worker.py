@@ -47,6 +47,7 @@ class FakeWorker:
         self.session_id: str | None = None
         self._answering: trio.Nursery | None = None  # while serve() runs
         self._unanswered: list[wire.Task] = []  # tasks that came before serve() could answer
+        self._first_task = trio.Event()
         self.connection = runtime.connect(self._deliver)
         self.auto = auto  # answer tasks as they come; False leaves them to the test
         self.heartbeat = heartbeat  # send heartbeats as the SDK does; False plays a hung worker
@@ -57,6 +58,7 @@ class FakeWorker:
         self.received.append(message)
         if isinstance(message, wire.Task):
             self.tasks.append(message)
+            self._first_task.set()
             if not self.auto:
                 return
             if self._answering is None:
@@ -99,8 +101,7 @@ class FakeWorker:
         """The first task pushed to this worker; fails after ``within`` seconds (virtual under a
         MockClock) instead of hanging a test."""
         with trio.fail_after(within):
-            while not self.tasks:
-                await trio.sleep(0.01)
+            await self._first_task.wait()
         return self.tasks[0]
 
     async def _beat(self, interval: float) -> None:
