@@ -47,7 +47,7 @@ class FakeWorker:
         self.session_id: str | None = None
         self._answering: trio.Nursery | None = None  # while serve() runs
         self._unanswered: list[wire.Task] = []  # tasks that came before serve() could answer
-        self._first_task = trio.Event()
+        self._waiting: list[tuple[int, trio.Event]] = []  # (tasks awaited, set when come)
         self.connection = runtime.connect(self._deliver)
         self.auto = auto  # answer tasks as they come; False leaves them to the test
         self.heartbeat = heartbeat  # send heartbeats as the SDK does; False plays a hung worker
@@ -58,7 +58,9 @@ class FakeWorker:
         self.received.append(message)
         if isinstance(message, wire.Task):
             self.tasks.append(message)
-            self._first_task.set()
+            for count, arrived in self._waiting:
+                if len(self.tasks) >= count:
+                    arrived.set()
             if not self.auto:
                 return
             if self._answering is None:
@@ -100,9 +102,17 @@ class FakeWorker:
     async def first_task(self, within: float = 3600.0) -> wire.Task:
         """The first task pushed to this worker; fails after ``within`` seconds (virtual under a
         MockClock) instead of hanging a test."""
+        return (await self.wait_for_tasks(1, within))[0]
+
+    async def wait_for_tasks(self, count: int, within: float = 3600.0) -> list[wire.Task]:
+        """The first ``count`` tasks pushed to this worker, once they have come; fails after
+        ``within`` seconds (virtual under a MockClock)."""
         with trio.fail_after(within):
-            await self._first_task.wait()
-        return self.tasks[0]
+            if len(self.tasks) < count:
+                arrived = trio.Event()
+                self._waiting.append((count, arrived))
+                await arrived.wait()
+        return self.tasks[:count]
 
     async def _beat(self, interval: float) -> None:
         while self.connection.session is not None:
