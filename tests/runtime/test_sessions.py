@@ -281,9 +281,7 @@ async def test_a_missed_deadline_cancels_the_token_at_the_worker_and_retries(
         execution_id, _ = await runtime.start("wf")
         first = await worker.first_task()
         assert first.timeout_ms == 30_000 and first.deadline_ms is not None
-        with trio.fail_after(120):
-            while len(worker.tasks) < 2:
-                await trio.sleep(0.5)
+        await worker.wait_for_tasks(2, within=120)
         cancels = [m for m in worker.received if isinstance(m, wire.Cancel)]
         assert cancels[0].tokens == [first.token] and cancels[0].reason == "attempt timed out"
         second = worker.tasks[1]

@@ -110,9 +110,7 @@ async def test_a_child_finishing_while_its_parent_is_respawned_is_not_lost(
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.serve)
         await runtime.start("parent", execution_id="p")
-        with trio.fail_after(60):
-            while not worker.tasks:
-                await trio.sleep(0.1)
+        await worker.first_task(within=60)
         mailbox = runtime.supervisor.mailbox("p")
         assert mailbox is not None
         explode = Explode(reply=Reply())
