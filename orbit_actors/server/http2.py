@@ -30,7 +30,7 @@ import h2.settings
 import trio
 
 from .http1 import MAX_HEAD_BYTES, Request, Response, request_of
-from .linger import linger
+from .streams import linger, receive_or_end
 
 if TYPE_CHECKING:
     from .transport import Application, Limits
@@ -118,7 +118,7 @@ class Http2Connection:
                 while self._take(data, answers):
                     await self._flush()
                     self._rearm()
-                    data = await self._receive()
+                    data = await receive_or_end(self._stream)
                     if not data:
                         self._broken = self._gone = True
                         break
@@ -131,12 +131,6 @@ class Http2Connection:
         if self._broken and not self._gone:  # the rest of what it sent is still unread
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await linger(self._stream)
-
-    async def _receive(self) -> bytes | bytearray:
-        try:
-            return await self._stream.receive_some(65536)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return b""
 
     def _rearm(self) -> None:
         """Set how long the next read may wait: unbounded while answers are in flight, the body

@@ -46,7 +46,7 @@ from .http1 import (
     encode_response,
 )
 from .http2 import PREFACE, Http2Connection
-from .linger import linger
+from .streams import linger
 from .websocket import READ_CHUNK, WebSocket
 
 log = logging.getLogger("orbit.http")
@@ -308,7 +308,7 @@ class Server:
                 self._idle.discard(scope)
 
     async def _refuse(self, stream: trio.abc.Stream, refusal: Refusal) -> None:
-        """Answer a request that could not be taken, then :func:`~.linger.linger` (the rest of
+        """Answer a request that could not be taken, then :func:`~.streams.linger` (the rest of
         a refused body may still be on its way)."""
         response = self._refusal(refusal.status, refusal.message)
         response.headers.extend(refusal.headers)

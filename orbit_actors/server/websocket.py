@@ -13,6 +13,7 @@ import trio
 from . import frames
 from .frames import CLOSE, Close, FrameReader, Ping, ProtocolViolation
 from .http1 import Request
+from .streams import receive_or_end
 
 READ_CHUNK = 65536
 CLOSE_WAIT = 2.0
@@ -91,7 +92,7 @@ class WebSocket:
         self._reader.discard_messages()
         with trio.move_on_after(CLOSE_WAIT):
             while not isinstance(self._next_quietly(), Close):
-                data = await self._receive_quietly()
+                data = await receive_or_end(self._stream, READ_CHUNK)
                 if not data:
                     return
                 self._reader.feed(data)
@@ -102,14 +103,8 @@ class WebSocket:
         except ProtocolViolation:
             return Close(1002, "")
 
-    async def _receive_quietly(self) -> bytes | bytearray:
-        try:
-            return await self._stream.receive_some(READ_CHUNK)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return b""
-
     async def _feed(self) -> None:
-        data = await self._receive_quietly()
+        data = await receive_or_end(self._stream, READ_CHUNK)
         if not data:
             self._closed = self._peer_done = True
             raise SocketClosed
@@ -122,10 +117,13 @@ class WebSocket:
         if self._closed:
             return
         self._closed = True
-        code = close.code
-        payload = b"" if code == frames.NO_CODE else code.to_bytes(2, "big") + close.reason.encode()
+        echo = (
+            frames.encode_frame(CLOSE, b"")
+            if close.code == frames.NO_CODE
+            else frames.encode_close(close.code, close.reason)
+        )
         with contextlib.suppress(SocketClosed):
-            await self._send_raw(frames.encode_frame(CLOSE, payload))
+            await self._send_raw(echo)
 
     async def _send_raw(self, data: bytes) -> None:
         try:

@@ -1,4 +1,6 @@
-"""Closing a connection the client is still sending on, without losing the last answer."""
+"""Small I/O helpers on trio streams, shared by the HTTP/1.1, HTTP/2 and WebSocket code:
+reading where a vanished peer is just the end, and closing a connection the client is still
+sending on without losing the last answer."""
 
 from __future__ import annotations
 
@@ -8,6 +10,14 @@ LINGER_TIMEOUT = 2.0
 """How long the client's remaining bytes are read (and dropped) before the connection closes."""
 LINGER_BYTES = 16 * 1024 * 1024
 """How many of them, at most."""
+
+
+async def receive_or_end(stream: trio.abc.Stream, max_bytes: int = 65536) -> bytes | bytearray:
+    """The next bytes from the peer; ``b""`` when it closed or the stream broke."""
+    try:
+        return await stream.receive_some(max_bytes)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return b""
 
 
 async def linger(stream: trio.abc.Stream) -> None:
