@@ -14,8 +14,8 @@ import json
 import time
 from collections.abc import Callable
 
-from orbit_actors.decide import commands as cmd
 from orbit_actors.decide import decide_to_fixpoint, invocation
+from orbit_actors.decide import transitions as cmd
 from orbit_actors.history import ExecutionState, apply
 from orbit_actors.history.events import Event
 from orbit_actors.ir import CompiledDefinition, compile_source

@@ -4,8 +4,10 @@
 
 A 3-step workflow, a fake worker answering every task at once: executions per second and
 start-to-complete latency (p50/p99) with 100 and with 10,000 executions in flight (after 500
-executions to warm up, as bench/e2e.py does); then the resident memory per execution waiting on
-a signal, with 100,000 waiting. Ends with one JSON line.
+executions to warm up, as bench/e2e.py does); then the same workflow served by a worker of
+concurrency 1 (one task at a time: each step's result frees the slot the next step takes); then
+the resident memory per execution waiting on a signal, with 100,000 waiting. Ends with one JSON
+line.
 """
 
 from __future__ import annotations
@@ -109,6 +111,12 @@ async def main(quick: bool, folder: Path) -> None:
             await rate(runtime, 100, 500, "warm")  # as bench/e2e.py: caches, pages, allocator
             rate_100, lat_100 = await rate(runtime, 100, 1000 if quick else 5000, "a")
             rate_10k, lat_10k = await rate(runtime, 10_000, 2000 if quick else 20_000, "b")
+            nursery.cancel_scope.cancel()
+        worker.connection.closed()  # its session takes no more tasks
+        single = FakeWorker(runtime, "bench-1", [("t", "1")], concurrency=1)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(single.serve)
+            rate_1, lat_1 = await rate(runtime, 10, 300 if quick else 1500, "c")
             waiting = 10_000 if quick else 100_000
             per_waiting = await rss_per_waiting(runtime, waiting)
             nursery.cancel_scope.cancel()
@@ -119,10 +127,14 @@ async def main(quick: bool, folder: Path) -> None:
         f"10,000 in flight: {rate_10k:8,.0f} executions/s  p50 {percentile(lat_10k, 0.5) * 1000:6.1f} ms  p99 {percentile(lat_10k, 0.99) * 1000:6.1f} ms"
     )
     print(f"ratio 10,000 vs 100: {rate_10k / rate_100:.2f}")
+    print(
+        f"concurrency-1 worker: {rate_1:8,.0f} executions/s  p50 {percentile(lat_1, 0.5) * 1000:6.1f} ms"
+    )
     print(f"RSS per execution waiting on a signal ({waiting:,} waiting): {per_waiting:,.0f} bytes")
     print(json.dumps({
         "exec_per_s_100": round(rate_100), "exec_per_s_10000": round(rate_10k),
         "ratio_10000_vs_100": round(rate_10k / rate_100, 3),
+        "exec_per_s_concurrency1": round(rate_1),
         "p50_ms_100": round(statistics.median(lat_100) * 1000, 2),
         "rss_bytes_per_waiting": round(per_waiting),
     }))  # fmt: skip

@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from .decide.commands import ServerLimits
+from .decide.transitions import ServerLimits
 from .errors import InvalidRequestError
 from .ir.durations import parse_duration
 from .runtime import RuntimeConfig
@@ -121,7 +121,7 @@ def _credentials(args: argparse.Namespace) -> Any:
 
 
 def _configure_logging(level: str, log_format: str = "text") -> None:
-    from .logformat import configure_logging
+    from .observe.logformat import configure_logging
 
     configure_logging(level, log_format)
 

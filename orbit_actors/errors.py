@@ -32,7 +32,8 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
     ├── StorageError               STORAGE_ERROR           503
     ├── QuarantinedError           QUARANTINED             409  (resume it first)
     ├── ActorGoneError             INTERNAL                500  (mapped before callers see it)
-    │   └── MailboxFullError       RESOURCE_EXHAUSTED      429
+    │   └── ActorCrashedError      INTERNAL                500  (the command was being handled)
+    ├── MailboxFullError           RESOURCE_EXHAUSTED      429
     └── InternalError              INTERNAL                500
 
 Messages follow ../shared/spec: the text the spec quotes is fixed, what follows a ``…`` is free.
@@ -267,15 +268,21 @@ class ActorGoneError(OrbitError):
         self.why = why
 
 
-class MailboxFullError(ActorGoneError):
+class ActorCrashedError(ActorGoneError):
+    """The actor crashed while it handled the command; the supervisor respawns it."""
+
+    def __init__(self, name: str, error: BaseException) -> None:
+        super().__init__(name, f"crashed: {error!r}")
+
+
+class MailboxFullError(OrbitError):
     """The actor's mailbox is full; the sender should slow down and try again."""
 
     code, status = "RESOURCE_EXHAUSTED", 429
 
     def __init__(self, name: str) -> None:
-        OrbitError.__init__(self, f"the mailbox of {name} is full; try again shortly")
+        super().__init__(f"the mailbox of {name} is full; try again shortly")
         self.name = name
-        self.why = "full"
 
 
 class InternalError(OrbitError):

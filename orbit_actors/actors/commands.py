@@ -1,12 +1,16 @@
-"""The commands an execution actor takes from its mailbox, one at a time."""
+"""Every command an actor takes from its mailbox, one at a time: the execution actor's and the
+scheduler's. A command is an imperative; one carrying a ``reply`` is a request."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..history.events import ErrorInfo
 from ..mailbox import Command
+
+if TYPE_CHECKING:
+    from .schedule import ScheduleSpec
 
 
 @dataclass(eq=False)
@@ -26,7 +30,7 @@ class RequestCancel(Command):
 
 @dataclass(eq=False)
 class ReportResult(Command):
-    """A worker's result for ``token``; replies with the Ack once it is durable."""
+    """A worker's result for ``token``; replies with the Verdict once it is durable."""
 
     token: str
     worker_id: str | None
@@ -67,9 +71,10 @@ class ChildEnded(Command):
 
 @dataclass(eq=False)
 class ChildNotStarted(Command):
-    """The child for unit ``key`` could not start."""
+    """The child ``child_id`` for unit ``key`` could not start."""
 
     key: str
+    child_id: str
     message: str
 
 
@@ -83,3 +88,41 @@ class RunQuery(Command):
 @dataclass(eq=False)
 class Describe(Command):
     """Reply with a snapshot of the execution (see ``actors.views``)."""
+
+
+# -- the scheduler's ----------------------------------------------------------------------------
+@dataclass(eq=False)
+class CreateSchedule(Command):
+    """Replies with ``(view, created)``."""
+
+    spec: ScheduleSpec
+    paused: bool
+
+
+@dataclass(eq=False)
+class DeleteSchedule(Command):
+    """Replies with None."""
+
+    schedule_id: str
+
+
+@dataclass(eq=False)
+class PauseSchedule(Command):
+    """Pause (or, with ``paused=False``, resume); replies with the view."""
+
+    schedule_id: str
+    paused: bool
+
+
+@dataclass(eq=False)
+class TriggerSchedule(Command):
+    """Fire an occurrence for the current second; replies with its execution id."""
+
+    schedule_id: str
+
+
+@dataclass(eq=False)
+class ShowSchedules(Command):
+    """Replies with the views of one schedule (``schedule_id``) or of all, by id."""
+
+    schedule_id: str | None = None

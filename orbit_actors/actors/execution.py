@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-from ..decide import commands as pure
+from ..decide import transitions as pure
 from ..decide.decider import decide_to_fixpoint, next_wakeup
 from ..decide.effects import Effects, effects_of
 from ..decide.invocation import ChildInvocation, HttpInvocation, TaskInvocation, invocation
@@ -26,10 +27,11 @@ from ..history.events import Event, StepDispatched
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
-from ..store.base import AlreadyStored, Commit
+from ..store.base import AlreadyStored, Commit, Store
 from ..wire.messages import Task
 from . import commands as cmd
-from .host import ExecutionHost
+from .clock import Clock
+from .pool import WorkerPort
 from .views import describe, row_of
 
 RUNTIME_WORKER = "orbit-runtime"
@@ -73,23 +75,47 @@ def execution_status(state: ExecutionState) -> str:
     return "running" if state.status == "continued_as_new" else state.status
 
 
+@dataclass(frozen=True, slots=True)
+class ExecutionPorts:
+    """Everything an execution actor reaches outside itself, wired by ``open_runtime`` (a test
+    passes fakes). None of these waits: each hands its work over and returns."""
+
+    store: Store
+    clock: Clock
+    instance_id: str  # names this process's built-in pseudo session
+    pool: WorkerPort
+    """Ready task units, slots reserved and released, tasks pushed, results settled."""
+    adopt: Callable[[str, str, Task, int], None]
+    """After a (re)spawn: a task a session held (session id, worker id, task, dispatched at)."""
+    cancel_tokens: Callable[[dict[str, str]], None]
+    """Stop these tokens at their workers or in the built-in runner (token → reason)."""
+    start_child: Callable[[ExecutionState, ChildInvocation], None]
+    """Start (idempotently) the child of a dispatched workflow unit and watch it."""
+    cancel_child: Callable[[str, str], None]
+    """Cancel a child the parent no longer waits for (child id, reason)."""
+    run_http: Callable[[str, HttpInvocation], None]
+    """Run a dispatched built-in http unit under its token."""
+    committed: Callable[[ExecutionState, list[Event], float], None]
+    """A batch became durable after so many seconds (the observers: metrics, logs, traces)."""
+    finished: Callable[[ExecutionState, CompiledDefinition], None]
+    """The execution ended for good: wake its waiters, tell its parent."""
+
+
 class ExecutionActor:
     """Carries out one execution. Spawned (and respawned) by the supervisor with the state its
     durable history describes."""
 
     def __init__(
         self,
-        host: ExecutionHost,
+        ports: ExecutionPorts,
         definition: CompiledDefinition,
         state: ExecutionState,
         mailbox: Mailbox[Command],
-        instance_id: str,
     ) -> None:
-        self.host = host
+        self.ports = ports
         self.definition = definition
         self.state = state
         self.mailbox = mailbox
-        self.instance_id = instance_id
         self.current: Command | None = None
         self.started = False
 
@@ -138,9 +164,10 @@ class ExecutionActor:
         wake = next_wakeup(self.state, self.definition)
         if wake is None:  # nothing to wake up for: no cancel scope to keep while waiting
             return await self.mailbox.receive()
-        if wake <= self.host.clock.now_ms():
+        clock = self.ports.clock
+        if wake <= clock.now_ms():
             return None
-        with trio.move_on_at(self.host.clock.deadline(wake)):
+        with trio.move_on_at(clock.deadline(wake)):
             return await self.mailbox.receive()
         return None
 
@@ -165,32 +192,40 @@ class ExecutionActor:
     async def _on_cancel(self, c: cmd.RequestCancel) -> None:
         await self._advance(pure.request_cancel(self.state, self.definition, c.reason, self._now()))
 
-    async def _on_result(self, c: cmd.ReportResult) -> pure.Ack:
-        events, ack = pure.report_result(
+    async def _on_result(self, c: cmd.ReportResult) -> pure.Verdict:
+        events, verdict = pure.report_result(
             self.state, self.definition, c.token, now=self._now(), worker_id=c.worker_id,
             output=c.output, failure=c.failure,
         )  # fmt: skip
-        await self._advance(events, reported=c.token)
-        return ack
+        # the worker is done with the token: its slot is free before the decisions, so a unit
+        # this result makes ready can take it in the same commit
+        held = self.ports.pool.settle(c.token)
+        try:
+            await self._advance(events, reported=c.token)
+        except StorageError:
+            if held is not None:  # not recorded: the token is in flight again
+                self.ports.pool.restore(held)
+            raise
+        return verdict
 
     async def _on_offer(self, c: cmd.OfferDispatch) -> None:
         events = pure.dispatch(
             self.state, self.definition, c.key, attempt=c.attempt, token=c.token,
             worker_id=c.worker_id, session=c.session_id, now=self._now(),
         )  # fmt: skip
+        pool = self.ports.pool
         if events is None:
-            self.host.release_offer(c.session_id, c.token)
+            pool.release(c.token)
             return
         try:
             await self._advance(events)
         except StorageError:
-            self.host.release_offer(c.session_id, c.token)
+            pool.release(c.token)
             raise
         found = invocation(self.state, self.definition, c.key)
         dispatched = events[0]
         if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
-            task = self._task(found, dispatched.token, dispatched.deadline_ms)
-            self.host.push_task(c.session_id, task)
+            pool.push(self._task(found, dispatched.token, dispatched.deadline_ms), self._now())
 
     async def _on_uncertain(self, c: cmd.MarkUncertain) -> None:
         await self._advance(pure.attempt_uncertain(self.state, c.token, c.reason, self._now()))
@@ -203,7 +238,10 @@ class ExecutionActor:
         await self._advance(events)
 
     async def _on_child_not_started(self, c: cmd.ChildNotStarted) -> None:
-        await self._advance(pure.child_start_failed(self.state, c.key, c.message, self._now()))
+        events = pure.child_start_failed(
+            self.state, c.key, c.message, self._now(), child_id=c.child_id
+        )
+        await self._advance(events)
 
     async def _on_query(self, c: cmd.RunQuery) -> Any:
         return evaluate_query(self.state, self.definition, c.name)
@@ -231,14 +269,16 @@ class ExecutionActor:
         if not batch:
             return batch
         claimed = self._claim_free_workers(batch)
+        pool = self.ports.pool
         try:
             await self._commit(Commit(row_of(state), batch, create=create))
         except (StorageError, AlreadyStored):
-            for session_id, task in claimed:
-                self.host.release_offer(session_id, task.token)
+            for task in claimed:
+                pool.release(task.token)
             raise
-        for session_id, task in claimed:
-            self.host.push_task(session_id, task)
+        now = self._now()
+        for task in claimed:
+            pool.push(task, now)
         effects = effects_of(state, self.definition, batch)
         effects.cancel_tokens.pop(reported or "", None)
         await self._publish(effects)
@@ -246,10 +286,12 @@ class ExecutionActor:
             await self._roll_over()
         return batch
 
-    def _claim_free_workers(self, batch: list[Event]) -> list[tuple[str, Task]]:
+    def _claim_free_workers(self, batch: list[Event]) -> list[Task]:
         """Task units scheduled by this batch that a session can take right now are dispatched
-        in the same commit (one fsync instead of two); the others wait in the dispatcher."""
-        claimed: list[tuple[str, Task]] = []
+        in the same commit (one fsync instead of two); the others wait in the pool's queues."""
+        claimed: list[Task] = []
+        pool = self.ports.pool
+        now = self._now()
         for event in list(batch):
             if event.type != "StepScheduled":
                 continue
@@ -260,35 +302,35 @@ class ExecutionActor:
             ):
                 continue
             token = new_token(self.execution_id)
-            match = self.host.claim_worker(self.execution_id, found, token)
+            match = pool.claim(found, token, now)
             if match is None:
                 continue
             session_id, worker_id = match
             events = pure.dispatch(
                 self.state, self.definition, found.key, token=token, worker_id=worker_id,
-                session=session_id, now=self._now(),
+                session=session_id, now=now,
             )  # fmt: skip
             if not events or not isinstance(events[0], StepDispatched):
-                self.host.release_offer(session_id, token)
+                pool.release(token)
                 continue
             apply(self.state, events[0])
             batch.append(events[0])
-            claimed.append((session_id, self._task(found, token, events[0].deadline_ms)))
+            claimed.append(self._task(found, token, events[0].deadline_ms))
         return claimed
 
     async def _commit(self, commit: Commit) -> None:
         began = trio.current_time()
         try:
-            await self.host.store.commit(commit)
+            await self.ports.store.commit(commit)
         except StorageError:
             if not commit.create:  # a new execution has no durable history to go back to
                 await self._reload()
             raise
-        self.host.committed(self.state, commit.events, trio.current_time() - began)
+        self.ports.committed(self.state, commit.events, trio.current_time() - began)
 
     async def _reload(self) -> None:
         """Memory goes back to what is durable (the commit rule)."""
-        self.state = replay(await self.host.store.history(self.execution_id))
+        self.state = replay(await self.ports.store.history(self.execution_id))
 
     async def _roll_over(self) -> None:
         first = pure.next_run_events(self.state, self._now())
@@ -297,21 +339,21 @@ class ExecutionActor:
         self.state = next_state
 
     async def _publish(self, effects: Effects) -> None:
-        host = self.host
+        ports = self.ports
         if effects.cancel_tokens:
-            host.cancel_tokens(effects.cancel_tokens)
+            ports.cancel_tokens(effects.cancel_tokens)
         for child_id, reason in effects.cancel_children.items():
-            host.cancel_child(child_id, reason)
+            ports.cancel_child(child_id, reason)
         runtime_units: list[HttpInvocation | ChildInvocation] = []
         for ready in effects.ready:
             if isinstance(ready, TaskInvocation):
-                host.enqueue_task(self.execution_id, ready)
+                ports.pool.enqueue(self.execution_id, ready)
             else:
                 runtime_units.append(ready)
         if runtime_units:
             await self._dispatch_to_runtime(runtime_units)
         if self.done:
-            host.finished(self.state, self.definition)
+            ports.finished(self.state, self.definition)
 
     async def _dispatch_to_runtime(self, units: list[HttpInvocation | ChildInvocation]) -> None:
         """Built-in http and child units are dispatched to the runtime's pseudo sessions."""
@@ -322,7 +364,7 @@ class ExecutionActor:
             session = (
                 f"child:{unit.execution_id}"
                 if isinstance(unit, ChildInvocation)
-                else f"builtin:{self.instance_id}"
+                else f"builtin:{self.ports.instance_id}"
             )
             events = pure.dispatch(
                 self.state, self.definition, unit.key, token=token, worker_id=RUNTIME_WORKER,
@@ -338,9 +380,9 @@ class ExecutionActor:
         await self._commit(Commit(row_of(self.state), batch))
         for unit, token in started:
             if isinstance(unit, ChildInvocation):
-                self.host.start_child(self.state, unit)
+                self.ports.start_child(self.state, unit)
             else:
-                self.host.run_http(self.execution_id, token, unit)
+                self.ports.run_http(token, unit)
 
     async def resume(self) -> None:
         """After a (re)spawn: re-publish what the state holds in flight, then catch up."""
@@ -356,7 +398,7 @@ class ExecutionActor:
             if unit.status == "dispatched" and token and session:
                 await self._readopt(token, session, unit.worker_id, unit.dispatched_at_ms, found)
             elif unit.status == "scheduled" and isinstance(found, TaskInvocation):
-                self.host.enqueue_task(self.execution_id, found)
+                self.ports.pool.enqueue(self.execution_id, found)
             elif unit.status == "scheduled" and isinstance(found, HttpInvocation | ChildInvocation):
                 await self._dispatch_to_runtime([found])
         await self._advance([])
@@ -367,21 +409,21 @@ class ExecutionActor:
         """A unit in flight when the actor was (re)spawned: a built-in attempt cut by a restart
         is uncertain at once; a child is watched again; a worker's token waits for its session."""
         if session.startswith("builtin:"):
-            if session != f"builtin:{self.instance_id}":
+            if session != f"builtin:{self.ports.instance_id}":
                 await self._advance(
                     pure.attempt_uncertain(self.state, token, RESTARTED, self._now())
                 )
         elif session.startswith("child:"):
             if isinstance(found, ChildInvocation):
-                self.host.start_child(self.state, found)
+                self.ports.start_child(self.state, found)
         elif isinstance(found, TaskInvocation):
             unit = self.state.units[found.key]
             task = self._task(found, token, unit.deadline_ms)
-            self.host.adopt_token(session, worker_id or "", task, dispatched_at or self._now())
+            self.ports.adopt(session, worker_id or "", task, dispatched_at or self._now())
 
     # -- helpers -------------------------------------------------------------------------
     def _now(self) -> int:
-        return self.host.clock.now_ms()
+        return self.ports.clock.now_ms()
 
     def _child_name(self, key: str) -> str:
         unit = self.state.units.get(key)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 import math
-import re
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import trio
 
@@ -33,112 +33,32 @@ from ..errors import (
 )
 from ..mailbox import Command, Mailbox
 from ..store.base import ScheduleRecord, Store
+from . import commands as cmd
 from .clock import Clock
 from .cron import CronRule, occurrence_id
+from .schedule import ScheduleSpec
 
 log = logging.getLogger("orbit.scheduler")
 
-OVERLAP_POLICIES = ("skip", "allow")
 RECHECK_SECONDS = 60.0  # the longest the scheduler sleeps without looking at the clock
-# An occurrence id adds ":YYYYMMDDTHHMMSSZ" (17 characters) and must stay a valid execution id.
-SCHEDULE_ID = re.compile(r"[A-Za-z0-9\-_.]{1,183}")
 NEXT_OCCURRENCES = 5
 LAST_EXECUTIONS = 10
 CRASH_BACKOFF_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
-class ScheduleSpec:
-    """A schedule's fields as a caller gives them (``paused`` apart, which changes)."""
-
-    schedule_id: str
-    cron: str
-    workflow: str
-    timezone: str = "UTC"
-    version: str | None = None
-    input: Any = field(default_factory=dict)
-    overlap: str = "skip"
-
-    def rule(self) -> CronRule:
-        """Check the schedule's own fields; raises InvalidScheduleError naming the field."""
-        if not SCHEDULE_ID.fullmatch(self.schedule_id):
-            raise InvalidScheduleError(
-                "schedule_id: use 1 to 183 letters, digits and - _ . "
-                f"(got {self.schedule_id[:200]!r})"
-            )
-        if self.overlap not in OVERLAP_POLICIES:
-            raise InvalidScheduleError(f"overlap: must be skip or allow (got {self.overlap!r})")
-        return CronRule.parse(self.cron, self.timezone)
-
-    def stored(self) -> dict[str, Any]:
-        """The fields the store keeps and compares (a re-create with the same ones is a no-op)."""
-        return {
-            "cron": self.cron, "timezone": self.timezone, "workflow": self.workflow,
-            "version": self.version, "input": self.input, "overlap": self.overlap,
-        }  # fmt: skip
-
-    @classmethod
-    def of(cls, record: ScheduleRecord) -> ScheduleSpec:
-        """The spec of a stored schedule."""
-        return cls(schedule_id=record.schedule_id, **record.spec)
-
-
-class SchedulerHost(Protocol):
-    """What the scheduler needs from the runtime."""
+class SchedulerPorts:
+    """What the scheduler needs from the rest of the runtime, wired by ``open_runtime``."""
 
     store: Store
     clock: Clock
     instance_id: str
-
-    def check_target(self, spec: ScheduleSpec) -> None:
-        """Refuse a schedule whose workflow is unknown or whose input it would refuse."""
-        ...
-
-    async def start_occurrence(self, spec: ScheduleSpec, execution_id: str) -> None:
-        """Start (or find, if a crash interrupted an earlier try) an occurrence's execution."""
-        ...
-
-    async def is_running(self, execution_id: str) -> bool:
-        """True while the execution has not finished."""
-        ...
-
-
-# -- commands ---------------------------------------------------------------------------------
-@dataclass(eq=False)
-class CreateSchedule(Command):
-    """Replies with ``(view, created)``."""
-
-    spec: ScheduleSpec
-    paused: bool
-
-
-@dataclass(eq=False)
-class DeleteSchedule(Command):
-    """Replies with None."""
-
-    schedule_id: str
-
-
-@dataclass(eq=False)
-class PauseSchedule(Command):
-    """Pause (or, with ``paused=False``, resume); replies with the view."""
-
-    schedule_id: str
-    paused: bool
-
-
-@dataclass(eq=False)
-class TriggerSchedule(Command):
-    """Fire an occurrence for the current second; replies with its execution id."""
-
-    schedule_id: str
-
-
-@dataclass(eq=False)
-class ShowSchedules(Command):
-    """Replies with the views of one schedule (``schedule_id``) or of all, by id."""
-
-    schedule_id: str | None = None
+    check_target: Callable[[ScheduleSpec], None]
+    """Refuse a schedule whose workflow is unknown or whose input it would refuse."""
+    start_occurrence: Callable[[ScheduleSpec, str], Awaitable[None]]
+    """Start (or find, if a crash interrupted an earlier try) an occurrence's execution."""
+    is_running: Callable[[str], Awaitable[bool]]
+    """True while the execution has not finished."""
 
 
 @dataclass(eq=False)
@@ -155,10 +75,10 @@ class _Entry:
 class Scheduler:
     """The scheduler actor; run it with ``nursery.start(scheduler.run)``."""
 
-    def __init__(self, host: SchedulerHost, mailbox_capacity: int = 256) -> None:
-        self._host = host
-        self._store = host.store
-        self._clock = host.clock
+    def __init__(self, ports: SchedulerPorts, mailbox_capacity: int = 256) -> None:
+        self._ports = ports
+        self._store = ports.store
+        self._clock = ports.clock
         self.mailbox: Mailbox[Command] = Mailbox("scheduler", mailbox_capacity)
         self._entries: dict[str, _Entry] = {}
 
@@ -190,7 +110,7 @@ class Scheduler:
                 log.exception("the scheduler could not reload its schedules")
 
     async def _load(self) -> None:
-        released = await self._store.release_claims(except_owner=self._host.instance_id)
+        released = await self._store.release_claims(except_owner=self._ports.instance_id)
         if released:
             log.info("released %d schedule claims of a stopped server that never fired", released)
         self._entries = {}
@@ -272,26 +192,31 @@ class Scheduler:
             reply.set(answer)
 
     async def _answer(self, command: Command) -> Any:
-        match command:
-            case CreateSchedule(spec=spec, paused=paused):
-                return await self._create(spec, paused)
-            case DeleteSchedule(schedule_id=schedule_id):
-                self._entry(schedule_id)
-                await self._store.delete_schedule(schedule_id)
-                del self._entries[schedule_id]
-                _log(logging.INFO, "schedule deleted", schedule_id=schedule_id)
-                return None
-            case PauseSchedule(schedule_id=schedule_id, paused=paused):
-                return await self._pause(self._entry(schedule_id), paused)
-            case TriggerSchedule(schedule_id=schedule_id):
-                entry = self._entry(schedule_id)
-                return await self._fire(entry, self._clock.now_ms() // 1000 * 1000)
-            case ShowSchedules(schedule_id=None):
-                executions = await self._store.occurrence_executions(LAST_EXECUTIONS)
-                return [self._view(self._entries[k], executions) for k in sorted(self._entries)]
-            case ShowSchedules(schedule_id=str(schedule_id)):
-                return [await self._show(self._entry(schedule_id))]
-        raise InternalError(f"the scheduler has no command {type(command).__name__}")
+        handler = _HANDLERS.get(type(command))
+        if handler is None:
+            raise InternalError(f"the scheduler has no command {type(command).__name__}")
+        return await handler(self, command)
+
+    async def _on_create(self, c: cmd.CreateSchedule) -> tuple[dict[str, Any], bool]:
+        return await self._create(c.spec, c.paused)
+
+    async def _on_delete(self, c: cmd.DeleteSchedule) -> None:
+        self._entry(c.schedule_id)
+        await self._store.delete_schedule(c.schedule_id)
+        del self._entries[c.schedule_id]
+        _log(logging.INFO, "schedule deleted", schedule_id=c.schedule_id)
+
+    async def _on_pause(self, c: cmd.PauseSchedule) -> dict[str, Any]:
+        return await self._pause(self._entry(c.schedule_id), c.paused)
+
+    async def _on_trigger(self, c: cmd.TriggerSchedule) -> str:
+        return await self._fire(self._entry(c.schedule_id), self._clock.now_ms() // 1000 * 1000)
+
+    async def _on_show(self, c: cmd.ShowSchedules) -> list[dict[str, Any]]:
+        if c.schedule_id is not None:
+            return [await self._show(self._entry(c.schedule_id))]
+        executions = await self._store.occurrence_executions(LAST_EXECUTIONS)
+        return [self._view(self._entries[k], executions) for k in sorted(self._entries)]
 
     def _entry(self, schedule_id: str) -> _Entry:
         entry = self._entries.get(schedule_id)
@@ -301,7 +226,7 @@ class Scheduler:
 
     async def _create(self, spec: ScheduleSpec, paused: bool) -> tuple[dict[str, Any], bool]:
         spec.rule()
-        self._host.check_target(spec)
+        self._ports.check_target(spec)
         now = self._clock.now_ms()
         record = ScheduleRecord(spec.schedule_id, spec.stored(), paused, now, settled_ms=now)
         outcome = await self._store.put_schedule(record)
@@ -333,19 +258,19 @@ class Scheduler:
             spec.overlap == "skip"
             and previous is not None
             and previous != execution_id
-            and await self._host.is_running(previous)
+            and await self._ports.is_running(previous)
         ):
             raise OverlapSkippedError(
                 f"schedule `{spec.schedule_id}`: its previous execution `{previous}` is still "
                 "running (overlap: skip)"
             )
         claimed = await self._store.claim_occurrence(
-            spec.schedule_id, occurrence, self._host.instance_id, self._clock.now_ms()
+            spec.schedule_id, occurrence, self._ports.instance_id, self._clock.now_ms()
         )
         if not claimed:  # fired already (a second trigger within one second) or being fired
             return execution_id
         try:
-            await self._host.start_occurrence(spec, execution_id)
+            await self._ports.start_occurrence(spec, execution_id)
         except OrbitError as exc:
             await self._settle(entry, occurrence, None, f"{exc.code}: {exc.message}")
             raise
@@ -388,6 +313,19 @@ class Scheduler:
         }  # fmt: skip
 
 
+_HANDLERS: dict[type[Command], Callable[[Scheduler, Any], Awaitable[Any]]] = {
+    cmd.CreateSchedule: Scheduler._on_create,
+    cmd.DeleteSchedule: Scheduler._on_delete,
+    cmd.PauseSchedule: Scheduler._on_pause,
+    cmd.TriggerSchedule: Scheduler._on_trigger,
+    cmd.ShowSchedules: Scheduler._on_show,
+}
+"""One handler per command (a table, as the execution actor's)."""
+
+
 def _log(level: int, message: str, **fields: Any) -> None:
     """One structured line (the fields ride on ``record.orbit``, as event_log.py's do)."""
     log.log(level, message, extra={"orbit": fields})
+
+
+__all__ = ["ScheduleSpec", "Scheduler", "SchedulerPorts"]

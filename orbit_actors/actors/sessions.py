@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import trio
 
-from ..decide.commands import Ack
-from ..errors import ForbiddenError, OrbitError
+from ..decide.transitions import Verdict
+from ..errors import OrbitError
 from ..history.events import ErrorInfo
 from ..store.base import WorkerRecord
 from ..wire import messages as wire
 from .clock import Clock
+from .pool import WorkerPool
 
 log = logging.getLogger("orbit.workers")
 
@@ -31,63 +32,34 @@ Send = Callable[[wire.ServerMessage], None]
 Close = Callable[[int, str], None]
 
 
-class SessionHost(Protocol):
-    """What sessions need from the runtime."""
+@dataclass(frozen=True)
+class SessionPorts:
+    """What sessions need from the rest of the runtime, wired by ``open_runtime``."""
 
     clock: Clock
-
-    async def report_result(
-        self, token: str, worker_id: str, output: Any, failure: ErrorInfo | None
-    ) -> Ack:
-        """Route a result to its execution; raises ForbiddenError / PayloadTooLargeError."""
-        ...
-
-    def mark_uncertain(self, token: str, reason: str) -> None:
-        """The attempt of ``token`` is uncertain (its session was lost)."""
-        ...
-
-    def task_versions(self, task_name: str) -> set[str]:
-        """The contract versions of ``task_name`` that registered workflows use."""
-        ...
-
-    async def record_worker(self, record: WorkerRecord) -> None:
-        """Write the worker registry."""
-        ...
-
-    async def touch_worker(self, worker_id: str, now_ms: int) -> None:
-        """Note a sign of life (rate-limited by the store)."""
-        ...
-
-    def add_session(self, session: WorkerSession) -> None:
-        """The session can take work."""
-        ...
-
-    def remove_session(self, session_id: str) -> None:
-        """The session takes no more work."""
-        ...
-
-    def release(self, session_id: str, token: str) -> None:
-        """A slot of the session is free again."""
-        ...
-
-    def set_capacity(self, session_id: str, capacity: int) -> None:
-        """The session's concurrency changed."""
-        ...
+    report_result: Callable[[str, str, Any, ErrorInfo | None], Awaitable[Verdict]]
+    """Route a result to its execution (which frees the slot); raises ForbiddenError /
+    PayloadTooLargeError."""
+    mark_uncertain: Callable[[str, str], None]
+    """The attempt of a token is uncertain (its session was lost)."""
+    task_versions: Callable[[str], set[str]]
+    """The contract versions of a task that registered workflows use."""
+    record_worker: Callable[[WorkerRecord], Awaitable[None]]
+    """Write the worker registry."""
+    touch_worker: Callable[[str, int], Awaitable[None]]
+    """Note a sign of life (rate-limited by the store)."""
 
 
 @dataclass(eq=False)
 class WorkerSession:
-    """One registration of a worker process and the tokens it holds."""
+    """One registration of a worker process: its connection and liveness (the tokens it holds
+    and its capacity are the pool's)."""
 
     id: str
     worker_id: str
     runtime: str
     sdk: str
     contracts: list[tuple[str, str]]
-    concurrency: int
-    tokens: dict[str, int] = field(default_factory=dict)  # token -> dispatched_at_ms
-    tasks: dict[str, wire.Task] = field(default_factory=dict)  # token -> what was pushed
-    cancelled: dict[str, str] = field(default_factory=dict)  # token -> reason, not yet reported
     connection: Connection | None = None
     expires_at: float = 0.0  # trio time
     orphan: bool = False  # found in flight after a restart, waiting to be resumed
@@ -97,14 +69,15 @@ class SessionManager:
     """All sessions of this server, and the timer that declares them dead."""
 
     def __init__(
-        self, host: SessionHost, heartbeat_ms: int = 5000, timeout_ms: int = 30_000
-    ) -> None:
-        self.host = host
+        self, pool: WorkerPool, ports: SessionPorts, heartbeat_ms: int = 5000,
+        timeout_ms: int = 30_000,
+    ) -> None:  # fmt: skip
+        self.pool = pool
+        self.ports = ports
         # a worker beating at the interval must never look silent: at least three beats per timeout
         self.heartbeat_ms = max(1, min(heartbeat_ms, timeout_ms // 3))
         self.timeout_ms = timeout_ms
         self.sessions: dict[str, WorkerSession] = {}
-        self._holder: dict[str, str] = {}  # token -> session id
         self._changed = trio.Event()
         self._pending_uncertain: dict[str, tuple[float, str]] = {}  # token -> (due, reason)
         self._next_wake = 0.0  # when the liveness timer looks next
@@ -118,62 +91,16 @@ class SessionManager:
         connection.bound_worker_id = bound_worker_id
         return connection
 
-    # -- tokens ---------------------------------------------------------------------------
-    def hold(
-        self, session_id: str, token: str, dispatched_at_ms: int, task: wire.Task | None = None
-    ) -> None:
-        """A token was dispatched to a session (``task`` is what was pushed, kept to push it
-        again when the session is resumed)."""
-        session = self.sessions.get(session_id)
-        if session is not None:
-            session.tokens[token] = dispatched_at_ms
-            if task is not None:
-                session.tasks[token] = task
-            self._holder[token] = session_id
-
     def adopt(
         self, session_id: str, worker_id: str, task: wire.Task, dispatched_at_ms: int
     ) -> None:
         """After a restart: a task held by a session that may come back within the timeout."""
-        token = task.token
-        if token in self._holder:
-            return
-        session = self.sessions.get(session_id)
-        if session is None:
-            session = WorkerSession(session_id, worker_id, "", "", [], 0, orphan=True)
+        if session_id not in self.sessions:
+            session = WorkerSession(session_id, worker_id, "", "", [], orphan=True)
             session.expires_at = trio.current_time() + self.timeout_ms / 1000
             self.sessions[session_id] = session
             self._poke()
-        self.hold(session_id, token, dispatched_at_ms, task)
-
-    def settle(self, token: str) -> None:
-        """A token's result was recorded: its slot is free."""
-        session_id = self._holder.pop(token, None)
-        self._pending_uncertain.pop(token, None)
-        if session_id is None:
-            return
-        session = self.sessions.get(session_id)
-        if session is not None:
-            session.tokens.pop(token, None)
-            session.tasks.pop(token, None)
-            session.cancelled.pop(token, None)
-        self.host.release(session_id, token)
-
-    def cancel(self, tokens: dict[str, str]) -> None:
-        """Tell each token's worker to stop it; a cancelled token's slot is free at once."""
-        by_session: dict[str, dict[str, str]] = {}
-        for token, reason in tokens.items():
-            session_id = self._holder.get(token)
-            if session_id is not None:
-                by_session.setdefault(session_id, {})[token] = reason
-        for session_id, cancelled in by_session.items():
-            session = self.sessions[session_id]
-            for token in cancelled:
-                session.cancelled[token] = cancelled[token]
-                self.host.release(session_id, token)
-            if session.connection is not None:
-                reason = next(iter(cancelled.values()))
-                session.connection.send(wire.Cancel(tokens=list(cancelled), reason=reason))
+        self.pool.adopt(session_id, worker_id, task, dispatched_at_ms)
 
     # -- liveness -------------------------------------------------------------------------
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -199,8 +126,7 @@ class SessionManager:
         for token, (due, reason) in list(self._pending_uncertain.items()):
             if due <= now:
                 del self._pending_uncertain[token]
-                self._holder.pop(token, None)
-                self.host.mark_uncertain(token, reason)
+                self.ports.mark_uncertain(token, reason)
             else:
                 wake = min(wake, due)
         return wake
@@ -209,7 +135,7 @@ class SessionManager:
         """The session is over: its tokens become uncertain once the timeout has passed since
         their dispatch too."""
         self.sessions.pop(session.id, None)
-        self.host.remove_session(session.id)
+        held = self.pool.end(session.id)
         if session.connection is not None:  # connected but silent: the worker is hung
             session.connection.session = None
             session.connection.close(4001, "session timed out")
@@ -217,15 +143,13 @@ class SessionManager:
         reason = f"worker `{session.worker_id}` {why}"
         log.warning("worker session died", extra={"orbit": {
             "worker_id": session.worker_id, "session": session.id, "why": why,
-            "inflight": len(session.tokens),
+            "inflight": len(held),
         }})  # fmt: skip
-        now_ms = self.host.clock.now_ms()
-        for token, dispatched_at in session.tokens.items():
-            if token in session.cancelled:
-                self._holder.pop(token, None)
-                continue
-            due_ms = max(now_ms, dispatched_at + self.timeout_ms)
-            self._pending_uncertain[token] = (self.host.clock.deadline(due_ms), reason)
+        clock = self.ports.clock
+        now_ms = clock.now_ms()
+        for token in held:
+            due_ms = max(now_ms, token.since_ms + self.timeout_ms)
+            self._pending_uncertain[token.token] = (clock.deadline(due_ms), reason)
         self._poke()
 
     def unregister(self, session: WorkerSession) -> None:
@@ -234,17 +158,14 @@ class SessionManager:
             "worker_id": session.worker_id, "session": session.id,
         }})  # fmt: skip
         self.sessions.pop(session.id, None)
-        self.host.remove_session(session.id)
-        for token in session.tokens:
-            self._holder.pop(token, None)
-            if token not in session.cancelled:
-                self.host.mark_uncertain(token, "worker unregistered")
+        for held in self.pool.end(session.id):
+            self.ports.mark_uncertain(held.token, "worker unregistered")
 
     def disconnected(self, session: WorkerSession) -> None:
         """The connection closed without goodbye: the session may be resumed until it times out."""
         session.connection = None
         session.expires_at = trio.current_time() + self.timeout_ms / 1000
-        self.host.remove_session(session.id)
+        self.pool.disconnect(session.id)
         self._poke()
 
     def close_connections(self, code: int, reason: str) -> None:
@@ -283,20 +204,10 @@ class Connection:
         if session is None:
             self._error("NOT_REGISTERED", "register before sending anything else", message.id)
             return
-        self.manager.seen(session)
-        await self.manager.host.touch_worker(session.worker_id, self.manager.host.clock.now_ms())
-        if isinstance(message, wire.Complete | wire.Fail):
-            await self._result(session, message)
-        elif isinstance(message, wire.Heartbeat):
-            self.send(wire.HeartbeatAck(cancel=list(session.cancelled), ref=message.id))
-        elif isinstance(message, wire.Credit):
-            session.concurrency = message.concurrency
-            self.manager.host.set_capacity(session.id, message.concurrency)
-            self.send(wire.CreditAck(concurrency=message.concurrency, ref=message.id))
-        elif isinstance(message, wire.Unregister):
-            self.manager.unregister(session)
-            self.session = None
-            self.send(wire.Unregistered(ref=message.id))
+        manager = self.manager
+        manager.seen(session)
+        await manager.ports.touch_worker(session.worker_id, manager.ports.clock.now_ms())
+        await _HANDLERS[type(message)](self, session, message)
 
     def closed(self) -> None:
         """The transport closed; a session not unregistered stays resumable until it times out."""
@@ -306,6 +217,43 @@ class Connection:
 
     def _error(self, code: str, message: str, ref: str | int | None) -> None:
         self.send(wire.ErrorMessage(code=code, message=message, ref=ref))
+
+    # -- messages -----------------------------------------------------------------------------
+    async def _on_heartbeat(self, session: WorkerSession, message: wire.Heartbeat) -> None:
+        cancelled = list(self.manager.pool.cancelled(session.id))
+        self.send(wire.HeartbeatAck(cancel=cancelled, ref=message.id))
+
+    async def _on_credit(self, session: WorkerSession, message: wire.Credit) -> None:
+        self.manager.pool.set_capacity(session.id, message.concurrency)
+        self.send(wire.CreditAck(concurrency=message.concurrency, ref=message.id))
+
+    async def _on_unregister(self, session: WorkerSession, message: wire.Unregister) -> None:
+        self.manager.unregister(session)
+        self.session = None
+        self.send(wire.Unregistered(ref=message.id))
+
+    async def _on_result(self, session: WorkerSession, message: wire.Complete | wire.Fail) -> None:
+        """Route a result to its execution, which frees the slot when it records it."""
+        failure = None
+        if isinstance(message, wire.Fail):
+            e = message.error
+            failure = ErrorInfo(
+                code=e.code, message=e.message, retryable=e.retryable, details=e.details
+            )
+        output = message.output if isinstance(message, wire.Complete) else None
+        try:
+            verdict = await self.manager.ports.report_result(
+                message.token, session.worker_id, output, failure
+            )
+        except OrbitError as exc:
+            self._error(exc.code, exc.message, message.id)
+            return
+        self.send(
+            wire.Ack(
+                token=verdict.token, accepted=verdict.accepted, reason=verdict.reason,
+                ref=message.id,
+            )
+        )  # fmt: skip
 
     async def _register(self, message: wire.Register) -> None:
         if self.session is not None:
@@ -328,33 +276,35 @@ class Connection:
         self.session = session
         self.ever_registered = True
         session.connection = self  # before any await: the liveness timer must see it connected
-        self.manager.seen(session)
-        host = self.manager.host
-        now = host.clock.now_ms()
+        manager = self.manager
+        manager.seen(session)
+        ports = manager.ports
+        now = ports.clock.now_ms()
         contracts = [{"task_name": t, "contract_version": v} for t, v in session.contracts]
-        await host.record_worker(
+        await ports.record_worker(
             WorkerRecord(message.worker_id, message.runtime, message.sdk, contracts, now, now)
         )
         self.send(wire.Registered(
-            worker_session_id=session.id, heartbeat_interval_ms=self.manager.heartbeat_ms,
-            session_timeout_ms=self.manager.timeout_ms, resumed=resumed,
-            warnings=warnings + _version_warnings(session.contracts, host), ref=message.id,
+            worker_session_id=session.id, heartbeat_interval_ms=manager.heartbeat_ms,
+            session_timeout_ms=manager.timeout_ms, resumed=resumed,
+            warnings=warnings + _version_warnings(session.contracts, ports.task_versions),
+            ref=message.id,
         ))  # fmt: skip
-        host.add_session(session)
         log.info("worker registered", extra={"orbit": {
             "worker_id": session.worker_id, "session": session.id, "resumed": resumed,
-            "concurrency": session.concurrency,
+            "concurrency": message.concurrency,
         }})  # fmt: skip
+        pool = manager.pool
         if resumed:  # a task frame may have been lost with the connection (or the server)
-            for token, task in session.tasks.items():
-                if token not in session.cancelled:
-                    self.send(task)
-        if session.cancelled:
-            self.send(
-                wire.Cancel(
-                    tokens=list(session.cancelled), reason=next(iter(session.cancelled.values()))
-                )
-            )
+            for task in list(pool.pushed(session.id)):
+                self.send(task)
+        cancelled = pool.cancelled(session.id)
+        if cancelled:
+            self.send(wire.Cancel(tokens=list(cancelled), reason=next(iter(cancelled.values()))))
+        pool.connect(
+            session.id, session.worker_id, session.runtime, session.contracts,
+            message.concurrency, self.send,
+        )  # fmt: skip
 
     def _open(self, message: wire.Register) -> tuple[WorkerSession, bool, list[str]]:
         manager = self.manager
@@ -365,13 +315,9 @@ class Connection:
             if previous.connection is not None and previous.connection is not self:
                 previous.connection.session = None
                 previous.connection.close(4000, "session resumed elsewhere")
-                manager.host.remove_session(previous.id)
+                manager.pool.disconnect(previous.id)
             previous.runtime, previous.sdk = message.runtime, message.sdk
-            previous.contracts, previous.concurrency, previous.orphan = (
-                contracts,
-                message.concurrency,
-                False,
-            )
+            previous.contracts, previous.orphan = contracts, False
             return previous, True, []
         warnings = []
         if wanted:
@@ -385,33 +331,21 @@ class Connection:
             )
         session = WorkerSession(
             f"s-{secrets.token_hex(8)}", message.worker_id, message.runtime, message.sdk,
-            contracts, message.concurrency,
+            contracts,
         )  # fmt: skip
         manager.sessions[session.id] = session
         return session, False, warnings
 
-    async def _result(self, session: WorkerSession, message: wire.Complete | wire.Fail) -> None:
-        failure = None
-        if isinstance(message, wire.Fail):
-            e = message.error
-            failure = ErrorInfo(
-                code=e.code, message=e.message, retryable=e.retryable, details=e.details
-            )
-        output = message.output if isinstance(message, wire.Complete) else None
-        try:
-            ack = await self.manager.host.report_result(
-                message.token, session.worker_id, output, failure
-            )
-        except ForbiddenError as exc:
-            self._error("FORBIDDEN", exc.message, message.id)
-            return
-        except OrbitError as exc:
-            self._error(exc.code, exc.message, message.id)
-            return
-        self.manager.settle(message.token)
-        self.send(
-            wire.Ack(token=ack.token, accepted=ack.accepted, reason=ack.reason, ref=message.id)
-        )
+
+_Handler = Callable[[Connection, WorkerSession, Any], Awaitable[None]]
+_HANDLERS: dict[type[wire.WorkerMessage], _Handler] = {
+    wire.Complete: Connection._on_result,
+    wire.Fail: Connection._on_result,
+    wire.Heartbeat: Connection._on_heartbeat,
+    wire.Credit: Connection._on_credit,
+    wire.Unregister: Connection._on_unregister,
+}
+"""One handler per message a registered session may send (``register`` comes first)."""
 
 
 def _refusal(message: wire.Register) -> tuple[str, str] | None:
@@ -428,10 +362,12 @@ def _refusal(message: wire.Register) -> tuple[str, str] | None:
     return None
 
 
-def _version_warnings(contracts: list[tuple[str, str]], host: SessionHost) -> list[str]:
+def _version_warnings(
+    contracts: list[tuple[str, str]], task_versions: Callable[[str], set[str]]
+) -> list[str]:
     warnings = []
     for task, version in contracts:
-        used = host.task_versions(task)
+        used = task_versions(task)
         if used and version not in used:
             listed = ", ".join(sorted(used))
             warnings.append(

@@ -1,8 +1,20 @@
-"""The decider and the pure commands around it: what a workflow means, step by step (pure)."""
+"""The decider and the pure transitions around it: what a workflow means, step by step (pure)."""
 
-from .commands import (
-    Ack,
+from .context import Abort, abort_cause
+from .decider import MAX_ROUNDS, decide, decide_to_fixpoint, next_wakeup
+from .effects import Effects, effects_of
+from .invocation import (
+    ChildInvocation,
+    HttpInvocation,
+    Invocation,
+    TaskInvocation,
+    child_execution_id,
+    invocation,
+)
+from .query import evaluate_query
+from .transitions import (
     ServerLimits,
+    Verdict,
     attempt_uncertain,
     check_execution_id,
     child_finished,
@@ -16,29 +28,17 @@ from .commands import (
     start_run,
     validated_input,
 )
-from .context import Abort, abort_cause
-from .decider import MAX_ROUNDS, decide, decide_to_fixpoint, next_wakeup
-from .effects import Effects, effects_of
-from .invocation import (
-    ChildInvocation,
-    HttpInvocation,
-    Invocation,
-    TaskInvocation,
-    child_execution_id,
-    invocation,
-)
-from .query import evaluate_query
 
 __all__ = [
     "MAX_ROUNDS",
     "Abort",
-    "Ack",
     "ChildInvocation",
     "Effects",
     "HttpInvocation",
     "Invocation",
     "ServerLimits",
     "TaskInvocation",
+    "Verdict",
     "abort_cause",
     "attempt_uncertain",
     "check_execution_id",

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..actors.scheduler import ScheduleSpec
+from ..actors.schedule import ScheduleSpec
 from ..actors.views import row_summary
-from ..decide.commands import Ack
+from ..decide.transitions import Verdict
 from ..errors import InvalidRequestError
 from ..history.events import ErrorInfo, event_to_dict
 from ..runtime import Runtime
@@ -227,7 +227,7 @@ async def list_workers(call: Call) -> Answer:
     return 200, {"workers": await call.runtime.workers()}
 
 
-def ack_body(ack: Ack) -> dict[str, Any]:
+def ack_body(ack: Verdict) -> dict[str, Any]:
     """The ``ack`` message's body."""
     body: dict[str, Any] = {"type": "ack", "token": ack.token, "accepted": ack.accepted}
     if ack.reason is not None:

@@ -10,7 +10,7 @@ streams beside it. The limits are HTTP/1.1's: a header list over
 :data:`~.http1.MAX_HEAD_BYTES` is refused by h2 itself, a body over ``max_body_bytes`` is 413 on
 its stream (announced by ``content-length`` or not) and that stream is reset, the others go on.
 A connection with nothing in flight closes after the keep-alive timeout, one whose request
-bodies stall after :data:`~.transport.BODY_TIMEOUT`; a drain lets answers in flight finish and
+bodies stall after the transport's ``BODY_TIMEOUT``; a drain lets answers in flight finish and
 then says GOAWAY. A client breaking the protocol gets GOAWAY with h2's error code.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import h2.config
 import h2.connection
@@ -29,11 +29,9 @@ import h2.exceptions
 import h2.settings
 import trio
 
+from .application import Application, Limits
 from .http1 import MAX_HEAD_BYTES, Request, Response, request_of
 from .streams import linger, receive_or_end
-
-if TYPE_CHECKING:
-    from .transport import Application, Limits
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 MAX_STREAMS = 100

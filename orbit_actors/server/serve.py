@@ -29,10 +29,11 @@ from ..runtime import RuntimeConfig, open_runtime, tune_gc
 from ..store.sqlite import open_sqlite_store
 
 if TYPE_CHECKING:
-    from ..actors.tracing import Tracer
+    from ..observe.tracing import Tracer
 from .app import AppState, OrbitApp, refusal
+from .application import Limits
 from .auth import Credentials
-from .transport import Limits, Server, open_listeners
+from .transport import Server, open_listeners
 
 log = logging.getLogger("orbit.server")
 
@@ -105,7 +106,7 @@ async def open_tracer(endpoint: str | None) -> AsyncIterator[Tracer | None]:
     if endpoint is None:
         yield None
         return
-    from ..actors.tracing import Tracer, open_exporter
+    from ..observe.tracing import Tracer, open_exporter
 
     log.info("sending traces to %s", endpoint)
     tracer = Tracer(open_exporter(endpoint))

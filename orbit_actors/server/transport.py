@@ -31,12 +31,11 @@ import logging
 import ssl
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from email.utils import formatdate
-from typing import Protocol
 
 import trio
 
+from .application import Application, Limits
 from .http1 import (
     CONTINUE,
     Refusal,
@@ -56,28 +55,6 @@ CLOSE_TIMEOUT = 5.0
 
 
 Listeners = list[trio.abc.Listener[trio.abc.Stream]]
-
-
-class Application(Protocol):
-    """What the transport serves."""
-
-    async def respond(self, request: Request) -> Response:
-        """The answer to a plain HTTP request; never raises."""
-        ...
-
-    async def websocket(self, request: Request, socket: WebSocket) -> Response | None:
-        """Serve a WebSocket upgrade: either answer with a refusal (sent as HTTP, no socket)
-        or :meth:`WebSocket.accept` and serve it until it closes."""
-        ...
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much a client may send, and how long a connection may idle."""
-
-    max_body_bytes: int
-    max_message_bytes: int
-    keep_alive_timeout: float = 75.0
 
 
 class _HttpDate:

@@ -1,5 +1,7 @@
-"""Supervision of execution actors: registry, recovery, respawn, quarantine."""
+"""Supervision of execution actors: the registry (the one address book), recovery, respawn,
+quarantine; starting executions and waiting for them to finish."""
 
+from .registry import Registry
 from .supervisor import RestartIntensity, Supervisor
 
-__all__ = ["RestartIntensity", "Supervisor"]
+__all__ = ["Registry", "RestartIntensity", "Supervisor"]

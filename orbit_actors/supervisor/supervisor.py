@@ -1,6 +1,7 @@
 """``one_for_one`` supervision of execution actors.
 
-The supervisor owns the nursery the actors run in and the registry ``execution_id -> mailbox``.
+The supervisor runs the actors in the nursery it is given and keeps them in the registry, the
+one address book ``execution_id -> mailbox``.
 When an actor raises, it logs the crash, answers the command being handled with an error, throws
 the actor's memory away and respawns it from its durable history on the same mailbox, so queued
 commands survive and no other execution notices. Past the restart intensity (5 restarts in 60 s
@@ -12,18 +13,18 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import trio
 
-from ..actors.execution import ExecutionActor
-from ..actors.host import ExecutionHost
-from ..errors import ActorGoneError, NotQuarantinedError, QuarantinedError
+from ..actors.execution import ExecutionActor, ExecutionPorts
+from ..errors import ActorCrashedError, NotQuarantinedError, QuarantinedError
 from ..history.events import Event
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
+from .registry import Registry
 
 log = logging.getLogger("orbit.supervisor")
 Loader = Callable[[str], Awaitable[tuple[ExecutionState, CompiledDefinition]]]
@@ -51,29 +52,27 @@ class Supervisor:
     def __init__(
         self,
         nursery: trio.Nursery,
-        host: ExecutionHost,
+        registry: Registry,
+        ports: ExecutionPorts,
         load: Loader,
-        *,
-        instance_id: str,
         intensity: RestartIntensity = RestartIntensity(),
-        mailbox_capacity: int = 1024,
-        on_gone: Callable[[str], None] = lambda execution_id: None,
     ) -> None:
         self._nursery = nursery
-        self._host = host
+        self.registry = registry
+        self._ports = ports
         self._load = load
-        self._instance_id = instance_id
         self._intensity = intensity
-        self._capacity = mailbox_capacity
-        self._on_gone = on_gone
-        self.registry: dict[str, Mailbox[Command]] = {}
-        self.quarantined: dict[str, str] = {}
         self._restarts: dict[str, deque[float]] = {}
         self.stats = SupervisorStatistics()
 
+    @property
+    def quarantined(self) -> dict[str, str]:
+        """Quarantined executions and their last error."""
+        return self.registry.quarantined
+
     def mailbox(self, execution_id: str) -> Mailbox[Command] | None:
         """The mailbox of a live actor, or None."""
-        return self.registry.get(execution_id)
+        return self.registry.mailbox(execution_id)
 
     def spawn(self, state: ExecutionState, definition: CompiledDefinition) -> Mailbox[Command]:
         """Start an actor for ``state`` under supervision; returns its mailbox."""
@@ -97,10 +96,18 @@ class Supervisor:
         )
         await started.wait()
         if started.error is not None:
-            if self.registry.get(state.execution_id) is mailbox:
-                del self.registry[state.execution_id]
+            self.registry.remove(state.execution_id, mailbox)
             mailbox.close("never started")
             raise started.error
+
+    async def recover_all(
+        self, execution_ids: Iterable[str], recovered: Callable[[ExecutionState], None]
+    ) -> None:
+        """Respawn each execution from its history (``recovered`` sees each state first)."""
+        for execution_id in execution_ids:
+            state, definition = await self._load(execution_id)
+            recovered(state)
+            await self.recover(state, definition)
 
     async def recover(self, state: ExecutionState, definition: CompiledDefinition) -> None:
         """Start an actor and return once it has picked up what its history holds in flight
@@ -113,16 +120,14 @@ class Supervisor:
         await started.wait()
 
     def _register(self, state: ExecutionState) -> Mailbox[Command]:
-        mailbox: Mailbox[Command] = Mailbox(f"execution `{state.execution_id}`", self._capacity)
-        self.registry[state.execution_id] = mailbox
-        return mailbox
+        return self.registry.add(state)
 
     async def resume(self, execution_id: str) -> None:
         """Respawn a quarantined execution from its history."""
-        if execution_id not in self.quarantined:
+        if execution_id not in self.registry.quarantined:
             raise NotQuarantinedError(f"execution `{execution_id}` is not quarantined")
         state, definition = await self._load(execution_id)
-        del self.quarantined[execution_id]
+        del self.registry.quarantined[execution_id]
         self._restarts.pop(execution_id, None)
         self.spawn(state, definition)
 
@@ -138,7 +143,7 @@ class Supervisor:
         # cancel status of its starting scope for its whole life, and actors live long
         execution_id = state.execution_id
         while True:
-            actor = ExecutionActor(self._host, definition, state, mailbox, self._instance_id)
+            actor = ExecutionActor(self._ports, definition, state, mailbox)
             try:
                 await actor.run(created, task_status=status)
             except Exception as exc:
@@ -147,9 +152,7 @@ class Supervisor:
                     return
                 log.exception("execution %s crashed", execution_id)
                 if actor.current is not None and actor.current.reply is not None:
-                    actor.current.reply.fail(
-                        ActorGoneError(f"execution `{execution_id}`", f"crashed: {exc!r}")
-                    )
+                    actor.current.reply.fail(ActorCrashedError(f"execution `{execution_id}`", exc))
                 if self._spent(execution_id):
                     self._quarantine(execution_id, mailbox, exc)
                     status.started()
@@ -171,18 +174,15 @@ class Supervisor:
 
     def _quarantine(self, execution_id: str, mailbox: Mailbox[Command], exc: BaseException) -> None:
         message = f"{type(exc).__name__}: {exc}"
-        self.quarantined[execution_id] = message
+        self.registry.quarantined[execution_id] = message
         self.stats.quarantines += 1
         log.error("execution %s quarantined after repeated crashes: %s", execution_id, message)
-        self.registry.pop(execution_id, None)
+        self.registry.remove(execution_id, mailbox)
         mailbox.close("quarantined", QuarantinedError(_quarantined_message(execution_id, message)))
-        self._on_gone(execution_id)
 
     def _gone(self, execution_id: str, mailbox: Mailbox[Command]) -> None:
-        if self.registry.get(execution_id) is mailbox:
-            del self.registry[execution_id]
+        self.registry.remove(execution_id, mailbox)
         mailbox.close("finished")
-        self._on_gone(execution_id)
 
 
 _ACTOR = "orbit.execution-actor"  # one shared task name (trio would build a string per task)

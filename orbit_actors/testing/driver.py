@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ..decide import commands as cmd
+from ..decide import transitions as cmd
 from ..decide.decider import decide, decide_to_fixpoint, next_wakeup
 from ..decide.invocation import Invocation, invocation
 from ..decide.query import evaluate_query
@@ -89,7 +89,7 @@ class Driver:
         self.record(events)
         return token
 
-    def complete(self, token: str, output: Any = None, worker_id: str | None = None) -> cmd.Ack:
+    def complete(self, token: str, output: Any = None, worker_id: str | None = None) -> cmd.Verdict:
         """A worker completes ``token``."""
         events, ack = cmd.report_result(
             self.state, self.definition, token, now=self.now, worker_id=worker_id, output=output
@@ -99,7 +99,7 @@ class Driver:
 
     def fail(
         self, token: str, code: str = "BOOM", message: str = "it broke", retryable: bool = True
-    ) -> cmd.Ack:
+    ) -> cmd.Verdict:
         """A worker fails ``token``."""
         failure = ev.ErrorInfo(code=code, message=message, retryable=retryable)
         events, ack = cmd.report_result(
@@ -108,7 +108,7 @@ class Driver:
         self.record(events)
         return ack
 
-    def run_task(self, key: str, output: Any = None) -> cmd.Ack:
+    def run_task(self, key: str, output: Any = None) -> cmd.Verdict:
         """Dispatch ``key`` and complete it at once."""
         return self.complete(self.dispatch(key), output)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orbit_actors.decide import ChildInvocation, HttpInvocation, TaskInvocation, child_finished
-from orbit_actors.decide.commands import child_start_failed
+from orbit_actors.decide.transitions import child_start_failed
 from orbit_actors.testing.driver import START_MS
 from tests.conftest import driver
 
@@ -141,3 +141,21 @@ def test_child_ids_of_fan_out_elements_and_handlers_and_later_runs() -> None:
     assert child_execution_id("order-7", 1, "pick[3]") == "order-7.pick.3"
     assert child_execution_id("order-7", 1, "handler:cleanup") == "order-7.handler.cleanup"
     assert child_execution_id("order-7", 3, "send") == "order-7.run3.send"
+
+
+def test_only_the_child_a_unit_was_dispatched_to_resolves_it() -> None:
+    d = driver("workflows: {kid: {version: 1.0.0}}\nsteps: [{id: k, workflow: kid}]")
+    d.dispatch("k", "orbit-runtime", "child:ex-1.run2.k")
+    earlier = child_finished(
+        d.state, "k", workflow="kid", child_id="ex-1.k", status="completed", output=1, now=d.now
+    )
+    assert earlier == []
+    not_started = child_start_failed(d.state, "k", "gone", d.now, child_id="ex-1.k")
+    assert not_started == []
+    d.record(
+        child_finished(
+            d.state, "k", workflow="kid", child_id="ex-1.run2.k", status="completed", output=2,
+            now=d.now,
+        )
+    )  # fmt: skip
+    assert d.of_type("StepSucceeded")[0].output == 2

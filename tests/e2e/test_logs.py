@@ -7,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from orbit_actors.logformat import HumanFormatter, JsonFormatter
+from orbit_actors.observe.logformat import HumanFormatter, JsonFormatter
 
 from .conftest import ECHO3
 from .harness import ServerProcess, WorkerProcess, wait_until

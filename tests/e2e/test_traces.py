@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from orbit_actors.actors.tracing import execution_span_id, trace_id_of
+from orbit_actors.observe.tracing import execution_span_id, trace_id_of
 
 from .conftest import ECHO3
 from .harness import ServerProcess, WorkerProcess

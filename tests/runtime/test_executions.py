@@ -133,7 +133,7 @@ async def test_waiting_on_an_unknown_or_finished_execution_keeps_no_waiter(
     assert (await runtime.wait("e", 1)).status == "cancelled"
     with pytest.raises(ExecutionNotFoundError):
         await runtime.wait("nobody", 1)
-    assert runtime._waiters == {}
+    assert runtime.waiters.pending == {}
 
 
 async def test_the_active_limit_counts_only_executions_without_a_parent(

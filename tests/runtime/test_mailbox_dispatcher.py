@@ -1,4 +1,4 @@
-"""Mailboxes push back and never hang; the dispatcher serves the oldest unit a session can take."""
+"""Mailboxes push back and never hang; the worker pool serves the oldest unit a session can take."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from orbit_actors.actors.dispatcher import Dispatcher, Offer
+from orbit_actors.actors.pool import Offer, WorkerPool
 from orbit_actors.decide.invocation import TaskInvocation
 from orbit_actors.errors import ActorGoneError, MailboxFullError
 from orbit_actors.mailbox import Command, Mailbox, Reply
@@ -57,14 +57,17 @@ async def test_queued_requests_are_answered_when_the_mailbox_closes() -> None:
     assert outcome == ["quarantined"]
 
 
-def recorder(offers: list[Offer]) -> Dispatcher:
-    """A dispatcher whose offers are recorded; the n-th offer gets token ``tok-n``."""
+pushed: list[object] = []  # what the pool sends sessions (these tests only look at offers)
+
+
+def recorder(offers: list[Offer]) -> WorkerPool:
+    """A pool whose offers are recorded; the n-th offer gets token ``tok-n``."""
 
     def offer(made: Offer) -> str:
         offers.append(made)
         return f"tok-{len(offers)}"
 
-    return Dispatcher(offer)
+    return WorkerPool(offer)
 
 
 def unit(key: str, task: str = "t", language: str | None = None) -> TaskInvocation:
@@ -77,17 +80,17 @@ def test_a_session_takes_the_oldest_unit_it_can_serve() -> None:
     dispatcher.enqueue("e1", unit("a", "t"))
     dispatcher.enqueue("e2", unit("b", "u"))
     dispatcher.enqueue("e3", unit("c", "t"))
-    dispatcher.add_session("s1", "w1", "python", [("t", "1"), ("u", "1")], capacity=2)
+    dispatcher.connect("s1", "w1", "python", [("t", "1"), ("u", "1")], 2, pushed.append)
     assert [(o.execution_id, o.key) for o in offers] == [("e1", "a"), ("e2", "b")]
-    dispatcher.release("s1", "tok-1")
+    dispatcher.release("tok-1")
     assert [o.key for o in offers] == ["a", "b", "c"]
 
 
 def test_language_routing_and_any() -> None:
     offers: list[Offer] = []
     dispatcher = recorder(offers)
-    dispatcher.add_session("py", "w-py", "python", [("t", "1")], capacity=10)
-    dispatcher.add_session("go", "w-go", "go", [("t", "1")], capacity=10)
+    dispatcher.connect("py", "w-py", "python", [("t", "1")], 10, pushed.append)
+    dispatcher.connect("go", "w-go", "go", [("t", "1")], 10, pushed.append)
     dispatcher.enqueue("e", unit("go-only", language="Go"))
     dispatcher.enqueue("e", unit("anyone", language="any"))
     assert {o.key: o.session_id for o in offers}["go-only"] == "go"
@@ -97,20 +100,20 @@ def test_language_routing_and_any() -> None:
 def test_a_stale_offer_gives_the_slot_back() -> None:
     offers: list[Offer] = []
     dispatcher = recorder(offers)
-    dispatcher.add_session("s1", "w1", "python", [("t", "1")], capacity=1)
+    dispatcher.connect("s1", "w1", "python", [("t", "1")], 1, pushed.append)
     dispatcher.enqueue("e1", unit("a"))
     dispatcher.enqueue("e2", unit("b"))
     assert [o.key for o in offers] == ["a"]
-    dispatcher.release("s1", "tok-1")  # the actor refused "a" (stale)
+    dispatcher.release("tok-1")  # the actor refused "a" (stale)
     assert [o.key for o in offers] == ["a", "b"]
 
 
 def test_claiming_respects_older_queued_units() -> None:
-    dispatcher = Dispatcher(lambda offer: "tok")
+    dispatcher = WorkerPool(lambda offer: "tok")
     dispatcher.enqueue("e1", unit("old"))
-    dispatcher.add_session("s1", "w1", "python", [("u", "1")], capacity=1)
+    dispatcher.connect("s1", "w1", "python", [("u", "1")], 1, pushed.append)
     assert dispatcher.claim(unit("new"), "t2") is None  # nobody serves t
-    dispatcher.add_session("s2", "w2", "python", [("t", "1")], capacity=2)
+    dispatcher.connect("s2", "w2", "python", [("t", "1")], 2, pushed.append)
     assert dispatcher.claim(unit("new"), "t3") == ("s2", "w2")  # "old" went to s2 first
 
 

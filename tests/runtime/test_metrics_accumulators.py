@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from orbit_actors.actors.metrics import Counts, Latencies
+from orbit_actors.observe.metrics import Counts, Latencies
 
 
 def exposed(metric: Counts | Latencies) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

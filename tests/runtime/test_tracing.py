@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from trio.testing import MockClock
 
-from orbit_actors.actors.tracing import Tracer, execution_span_id, trace_id_of
+from orbit_actors.observe.tracing import Tracer, execution_span_id, trace_id_of
 from orbit_actors.runtime import Runtime, open_runtime
 from orbit_actors.testing import FakeWorker, MemoryStore
 from orbit_actors.testing.fake_worker import TaskFailure

@@ -23,8 +23,9 @@ from wsproto.events import (
     Request as WsRequest,
 )
 
+from orbit_actors.server.application import Limits
 from orbit_actors.server.http1 import Request, Response
-from orbit_actors.server.transport import Limits, Server, open_listeners
+from orbit_actors.server.transport import Server, open_listeners
 from orbit_actors.server.websocket import SocketClosed, WebSocket
 
 LIMIT = 1000

@@ -91,8 +91,8 @@ class Tracer:
         if state.parent is not None:
             self._parents[state.execution_id] = state.parent.execution_id
 
-    def committed(self, state: ExecutionState, events: list[Event]) -> None:
-        """Make the spans that ``events`` (now durable) finish."""
+    def committed(self, state: ExecutionState, events: list[Event], seconds: float = 0.0) -> None:
+        """Make the spans that ``events`` (now durable) finish (a commit observer)."""
         for event in events:
             if isinstance(event, ev.WorkflowCreated):
                 self.recovered(state)

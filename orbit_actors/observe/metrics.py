@@ -142,6 +142,11 @@ class Metrics:
         self.registry.register(_Accumulated(accumulated))
         self.registry.register(_Gauges(snapshot))
 
+    def committed(self, state: ExecutionState, batch: list[Event], seconds: float) -> None:
+        """A batch became durable after ``seconds``: count it (a commit observer)."""
+        self.observe(state, batch)
+        self.commit_seconds.observe(seconds)
+
     def observe(self, state: ExecutionState, batch: Iterable[Event]) -> None:
         """Count a durable batch of ``state``'s events."""
         workflow = state.workflow

@@ -60,3 +60,8 @@ def _emit(level: int, message: str, state: ExecutionState, **fields: Any) -> Non
     orbit = {"execution_id": state.execution_id, "workflow": state.workflow}
     orbit.update({k: v for k, v in fields.items() if v is not None})
     log.log(level, message, extra={"orbit": orbit})
+
+
+def log_committed(state: ExecutionState, batch: list[Event], seconds: float) -> None:
+    """:func:`log_batch` as a commit observer."""
+    log_batch(state, batch)

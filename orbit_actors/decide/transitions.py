@@ -184,7 +184,7 @@ def dispatch(
 
 
 @dataclass(frozen=True)
-class Ack:
+class Verdict:
     """The answer to a result: accepted, or why not."""
 
     token: str
@@ -201,12 +201,12 @@ CONTRACT = "output violates the task contract"
 def report_result(
     state: ExecutionState, definition: CompiledDefinition, token: str, *, now: int,
     worker_id: str | None = None, output: Any = None, failure: ev.ErrorInfo | None = None,
-) -> tuple[list[ev.Event], Ack]:  # fmt: skip
+) -> tuple[list[ev.Event], Verdict]:  # fmt: skip
     """Record a worker's ``complete`` (``failure`` None) or ``fail`` by the rules of "Late
     results"; raises ForbiddenError for another worker's token and PayloadTooLargeError."""
     key = state.tokens.get(token)
     if key is None or state.finished:
-        return [], Ack(token, False, UNKNOWN_TOKEN)
+        return [], Verdict(token, False, UNKNOWN_TOKEN)
     if worker_id is not None and state.token_workers[token] != worker_id:
         raise ForbiddenError(f"token {token} was issued to another worker, not `{worker_id}`")
     if failure is None:
@@ -219,27 +219,27 @@ def report_result(
             ev.StaleResultIgnored(
                 seq=seq, timestamp_ms=at, step=key, token=token, outcome="duplicate"
             )
-        ], Ack(token, False, DUPLICATE)
+        ], Verdict(token, False, DUPLICATE)
     if failure is not None:
         if token != unit.current_token:
             return [
                 ev.StaleResultIgnored(
                     seq=seq, timestamp_ms=at, step=key, token=token, outcome="failure"
                 )
-            ], Ack(token, False, STALE)
+            ], Verdict(token, False, STALE)
         return [
             ev.StepAttemptFailed(seq=seq, timestamp_ms=at, step=key, attempt=attempt, error=failure)
-        ], Ack(token, True)
+        ], Verdict(token, True)
     violation = _contract_violation(definition, unit, output)
     if isinstance(violation, ev.ErrorInfo):
         return [
             ev.StepAttemptFailed(
                 seq=seq, timestamp_ms=at, step=key, attempt=attempt, error=violation
             )
-        ], Ack(token, False, CONTRACT)
+        ], Verdict(token, False, CONTRACT)
     return [
         ev.StepSucceeded(seq=seq, timestamp_ms=at, step=key, attempt=attempt, output=violation)
-    ], Ack(token, True)
+    ], Verdict(token, True)
 
 
 def _contract_violation(definition: CompiledDefinition, unit: Unit, output: Any) -> Any:
@@ -281,9 +281,10 @@ def child_finished(
     output: Any = None, failure: ev.ErrorInfo | None = None, now: int,
 ) -> list[ev.Event]:  # fmt: skip
     """Resolve the unit waiting for a child: success with its output, or a non-retryable
-    failure saying how the child ended."""
+    failure saying how the child ended. Only the child the unit was dispatched to resolves it:
+    the child of an earlier run (same unit key, another id) is ignored."""
     unit = state.units.get(key)
-    if state.finished or unit is None or unit.resolved:
+    if state.finished or unit is None or unit.resolved or unit.session != f"child:{child_id}":
         return []
     seq = state.last_seq + 1
     if status == "completed":
@@ -312,10 +313,15 @@ def child_finished(
     ]
 
 
-def child_start_failed(state: ExecutionState, key: str, message: str, now: int) -> list[ev.Event]:
-    """Fail the unit of a child that could not start (``CHILD_START_FAILED``)."""
+def child_start_failed(
+    state: ExecutionState, key: str, message: str, now: int, *, child_id: str | None = None
+) -> list[ev.Event]:
+    """Fail the unit of a child that could not start (``CHILD_START_FAILED``); with
+    ``child_id``, only if the unit waits for that child."""
     unit = state.units.get(key)
     if state.finished or unit is None or unit.resolved:
+        return []
+    if child_id is not None and unit.session != f"child:{child_id}":
         return []
     failure = error("CHILD_START_FAILED", message)
     return [

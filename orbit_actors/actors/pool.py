@@ -1,0 +1,338 @@
+"""The worker pool: the one owner of which worker session holds which token, of every session's
+free capacity, and of the queues of ready task units waiting for a session.
+
+Units wait in queues keyed by (task, contract version, language): a unit whose task names no
+language (or ``any``) waits in the language-free queue, which every session announcing the task
+serves; a unit naming a language waits in that language's queue, served by sessions of that
+runtime (case-insensitive). A session with free capacity takes the oldest unit of the queues it
+serves. Every method runs to completion without awaiting, so calls are serialized as an actor's
+mailbox would serialize them, and each costs the same however many executions are active.
+
+A token's life in the pool: **reserved** for a session by :meth:`WorkerPool.claim` (an actor
+dispatching in its own commit) or by a match handed to the unit's actor as an :class:`Offer`;
+**pushed** once its ``StepDispatched`` is durable; then **settled** when the worker answers,
+**cancelled** (the slot is free at once; the token stays listed until the worker reports it), or
+**lost** with its session. A reservation whose commit fails or whose offer was stale is
+**released**. A session that ends hands back every token it held, reserved ones included, so an
+attempt committed after its worker left is redelivered like any other.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..decide.invocation import TaskInvocation
+from ..wire import messages as wire
+
+QueueKey = tuple[str, str, str | None]
+Send = Callable[[wire.ServerMessage], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """A unit matched to a session: its execution actor gets it as ``OfferDispatch``."""
+
+    execution_id: str
+    key: str
+    attempt: int
+    session_id: str
+    worker_id: str
+
+
+@dataclass(eq=False, slots=True)
+class Held:
+    """A token a session holds: reserved (``task`` None) or pushed; ``cancelled`` says why the
+    worker was told to stop it (its slot is free again)."""
+
+    token: str
+    session_id: str
+    since_ms: int  # reserved at, then dispatched at
+    task: wire.Task | None = None
+    cancelled: str | None = None
+
+
+@dataclass(eq=False, slots=True)
+class _Ready:
+    order: int
+    execution_id: str
+    key: str
+    attempt: int
+
+
+@dataclass(eq=False)
+class _Member:
+    """A session as the pool sees it; ``send`` is None while it is disconnected (it keeps its
+    tokens and takes no new work)."""
+
+    worker_id: str
+    queues: list[QueueKey]
+    capacity: int
+    send: Send | None
+    held: dict[str, Held] = field(default_factory=dict)
+    used: int = 0  # held tokens that are not cancelled
+
+    @property
+    def free(self) -> int:
+        return self.capacity - self.used if self.send is not None else 0
+
+
+def queue_key(task_name: str, contract_version: str, language: str | None) -> QueueKey:
+    """The queue of a unit: ``any`` and no language share the language-free queue."""
+    lang = None if language is None or language.lower() == "any" else language.lower()
+    return (task_name, contract_version, lang)
+
+
+class WorkerPort(Protocol):
+    """What an execution actor does with the pool (the :class:`WorkerPool` is one)."""
+
+    def enqueue(self, execution_id: str, unit: TaskInvocation) -> None:
+        """A task unit is ready for a worker."""
+        ...
+
+    def claim(self, unit: TaskInvocation, token: str, now_ms: int) -> tuple[str, str] | None:
+        """Reserve a slot for ``token`` if a session can take ``unit`` now and no older unit
+        waits for one: (session id, worker id)."""
+        ...
+
+    def release(self, token: str) -> None:
+        """A reservation was not used (stale offer, failed commit): its slot is free."""
+        ...
+
+    def push(self, task: wire.Task, now_ms: int) -> None:
+        """The reserved token's ``StepDispatched`` is durable: send the task to its session."""
+        ...
+
+    def settle(self, token: str) -> Held | None:
+        """The worker answered ``token``: its slot is free. Returns what it held."""
+        ...
+
+    def restore(self, held: Held) -> None:
+        """Undo :meth:`settle` (the answer's commit failed: the token is in flight again)."""
+        ...
+
+    def cancel(self, tokens: dict[str, str]) -> None:
+        """Tell each token's worker to stop it (token → reason); the slots are free at once."""
+        ...
+
+
+class WorkerPool:
+    """Queues of ready units, sessions and the tokens they hold. ``offer`` hands a match to the
+    unit's execution actor and returns the token it reserved under (None when the actor is
+    gone)."""
+
+    def __init__(self, offer: Callable[[Offer], str | None]) -> None:
+        self._offer = offer
+        self._queues: dict[QueueKey, deque[_Ready]] = {}
+        self._servers: dict[QueueKey, dict[str, None]] = {}  # sessions taking work, per queue
+        self._members: dict[str, _Member] = {}
+        self._held: dict[str, Held] = {}  # every token held, by token
+        self._order = itertools.count()
+
+    # -- units ------------------------------------------------------------------------------
+    def enqueue(self, execution_id: str, unit: TaskInvocation) -> None:
+        """A unit is ready: hand it to a session with room, or queue it oldest-first."""
+        key = queue_key(unit.task_name, unit.contract_version, unit.language)
+        ready = _Ready(next(self._order), execution_id, unit.key, unit.attempt)
+        for session_id in self._servers.get(key, ()):
+            if self._members[session_id].free > 0:
+                self._hand(ready, session_id)
+                return
+        self._queues.setdefault(key, deque()).append(ready)
+
+    def claim(self, unit: TaskInvocation, token: str, now_ms: int = 0) -> tuple[str, str] | None:
+        """Reserve a slot for ``unit`` under ``token`` if a session can take it now and no older
+        unit waits for it; returns (session id, worker id)."""
+        key = queue_key(unit.task_name, unit.contract_version, unit.language)
+        if self._queues.get(key):
+            return None
+        for session_id in self._servers.get(key, ()):
+            member = self._members[session_id]
+            if member.free > 0:
+                self._reserve(member, session_id, token, now_ms)
+                return session_id, member.worker_id
+        return None
+
+    def statistics(self) -> dict[str, int]:
+        """Units waiting per task (``task@version``)."""
+        depth: dict[str, int] = {}
+        for (task, version, _), queue in self._queues.items():
+            depth[f"{task}@{version}"] = depth.get(f"{task}@{version}", 0) + len(queue)
+        return depth
+
+    # -- tokens -----------------------------------------------------------------------------
+    def push(self, task: wire.Task, now_ms: int) -> None:
+        """Send a reserved token's task to its session (kept to push again on a resume). A
+        token whose session ended meanwhile went back with that session's tokens."""
+        held = self._held.get(task.token)
+        if held is None:
+            return
+        held.task, held.since_ms = task, now_ms
+        send = self._members[held.session_id].send
+        if send is not None:
+            send(task)
+
+    def release(self, token: str) -> None:
+        """A reservation was not used: the slot is free again."""
+        self._drop(token)
+
+    def settle(self, token: str) -> Held | None:
+        """The worker answered ``token``: forget it and free its slot."""
+        return self._drop(token)
+
+    def restore(self, held: Held) -> None:
+        """Hold a settled token again (its answer was not recorded)."""
+        member = self._members.get(held.session_id)
+        if member is None or held.token in self._held:
+            return
+        self._held[held.token] = member.held[held.token] = held
+        if held.cancelled is None:
+            member.used += 1
+
+    def cancel(self, tokens: dict[str, str]) -> None:
+        """Mark tokens cancelled (their slots are free at once) and tell each connected worker."""
+        by_session: dict[str, list[str]] = {}
+        for token, reason in tokens.items():
+            held = self._held.get(token)
+            if held is None or held.cancelled is not None:
+                continue
+            held.cancelled = reason
+            self._members[held.session_id].used -= 1
+            by_session.setdefault(held.session_id, []).append(token)
+        for session_id, cancelled in by_session.items():
+            member = self._members[session_id]
+            if member.send is not None:
+                reason = tokens[cancelled[0]]
+                member.send(wire.Cancel(tokens=cancelled, reason=reason))
+            self.fill(session_id)
+
+    def adopt(self, session_id: str, worker_id: str, task: wire.Task, since_ms: int) -> None:
+        """After a restart: a task its session held in the previous process (the session
+        waits, disconnected, to be resumed)."""
+        if task.token in self._held:
+            return
+        member = self._members.get(session_id)
+        if member is None:
+            member = self._members[session_id] = _Member(worker_id, [], 0, None)
+        self._reserve(member, session_id, task.token, since_ms).task = task
+
+    def holder(self, token: str) -> str | None:
+        """The session holding ``token``, if any."""
+        held = self._held.get(token)
+        return held.session_id if held else None
+
+    # -- sessions ---------------------------------------------------------------------------
+    def connect(
+        self,
+        session_id: str,
+        worker_id: str,
+        runtime: str,
+        contracts: list[tuple[str, str]],
+        capacity: int,
+        send: Send,
+    ) -> None:
+        """A session (new or resumed: it keeps its tokens) takes work through ``send``."""
+        self._stop_serving(session_id)
+        queues = [
+            (task, version, lang) for task, version in contracts for lang in (None, runtime.lower())
+        ]
+        member = self._members.get(session_id)
+        if member is None:
+            member = self._members[session_id] = _Member(worker_id, queues, capacity, send)
+        member.worker_id, member.queues, member.capacity, member.send = (
+            worker_id, queues, capacity, send,
+        )  # fmt: skip
+        for key in queues:
+            self._servers.setdefault(key, {})[session_id] = None
+        self.fill(session_id)
+
+    def disconnect(self, session_id: str) -> None:
+        """The session's connection is gone: it keeps its tokens and takes no work."""
+        member = self._members.get(session_id)
+        if member is not None:
+            self._stop_serving(session_id)
+            member.send = None
+
+    def end(self, session_id: str) -> list[Held]:
+        """The session is over: every token it held and was not cancelled, reserved ones
+        included, for the liveness rules to make uncertain."""
+        self._stop_serving(session_id)
+        member = self._members.pop(session_id, None)
+        if member is None:
+            return []
+        for token in member.held:
+            del self._held[token]
+        return [held for held in member.held.values() if held.cancelled is None]
+
+    def set_capacity(self, session_id: str, capacity: int) -> None:
+        """The worker changed its concurrency (``credit``)."""
+        member = self._members.get(session_id)
+        if member is not None:
+            member.capacity = capacity
+            self.fill(session_id)
+
+    def pushed(self, session_id: str) -> Iterator[wire.Task]:
+        """The tasks a session holds and was not told to stop (pushed again on a resume)."""
+        member = self._members.get(session_id)
+        for held in member.held.values() if member else ():
+            if held.task is not None and held.cancelled is None:
+                yield held.task
+
+    def cancelled(self, session_id: str) -> dict[str, str]:
+        """Tokens the session was told to stop and has not reported (token → reason)."""
+        member = self._members.get(session_id)
+        held = member.held.values() if member else ()
+        return {h.token: h.cancelled for h in held if h.cancelled is not None}
+
+    def inflight(self, session_id: str) -> int:
+        """How many tokens the session holds (cancelled ones not yet reported included)."""
+        member = self._members.get(session_id)
+        return len(member.held) if member else 0
+
+    def fill(self, session_id: str) -> None:
+        """Give a session the oldest units it can serve while it has room."""
+        member = self._members.get(session_id)
+        while member is not None and member.free > 0:
+            best: deque[_Ready] | None = None
+            for key in member.queues:
+                queue = self._queues.get(key)
+                if queue and (best is None or queue[0].order < best[0].order):
+                    best = queue
+            if best is None:
+                return
+            self._hand(best.popleft(), session_id)
+            member = self._members.get(session_id)
+
+    # -- inside -----------------------------------------------------------------------------
+    def _hand(self, ready: _Ready, session_id: str) -> None:
+        member = self._members[session_id]
+        offer = Offer(ready.execution_id, ready.key, ready.attempt, session_id, member.worker_id)
+        token = self._offer(offer)
+        if token is not None:
+            self._reserve(member, session_id, token, 0)
+
+    def _reserve(self, member: _Member, session_id: str, token: str, now_ms: int) -> Held:
+        held = self._held[token] = member.held[token] = Held(token, session_id, now_ms)
+        member.used += 1
+        return held
+
+    def _drop(self, token: str) -> Held | None:
+        held = self._held.pop(token, None)
+        if held is None:
+            return None
+        member = self._members[held.session_id]
+        del member.held[token]
+        if held.cancelled is None:
+            member.used -= 1
+            self.fill(held.session_id)
+        return held
+
+    def _stop_serving(self, session_id: str) -> None:
+        member = self._members.get(session_id)
+        for key in member.queues if member else ():
+            servers = self._servers.get(key)
+            if servers is not None:
+                servers.pop(session_id, None)

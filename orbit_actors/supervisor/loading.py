@@ -1,0 +1,30 @@
+"""Bringing an execution back from its durable history: its state and the definition it runs."""
+
+from __future__ import annotations
+
+from ..errors import ExecutionNotFoundError, OrbitError
+from ..history.apply import replay
+from ..history.state import ExecutionState
+from ..ir.plan import CompiledDefinition
+from ..store.base import Store
+from ..store.definitions import DefinitionRegistry
+
+
+class Loader:
+    """Replays an execution's current run from the store."""
+
+    def __init__(self, store: Store, definitions: DefinitionRegistry) -> None:
+        self._store = store
+        self._definitions = definitions
+
+    async def __call__(self, execution_id: str) -> tuple[ExecutionState, CompiledDefinition]:
+        """The state the history describes and its definition; raises ExecutionNotFoundError."""
+        history = await self._store.history(execution_id)
+        if not history:
+            raise ExecutionNotFoundError()
+        state = replay(history)
+        definition = self._definitions.by_hash(state.definition_hash)
+        if definition is None:
+            missing = state.definition_hash
+            raise OrbitError(f"execution `{execution_id}` needs definition {missing}, not stored")
+        return state, definition

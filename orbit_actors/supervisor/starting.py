@@ -1,0 +1,197 @@
+"""Starting executions: top-level starts, children of workflow units and schedule occurrences.
+
+A start checks the id, waits for a start of the same id already under way (its outcome decides
+this one), refuses past ``max_active_executions`` (roots only, counted by the registry), and has
+the supervisor create the actor, which commits the first events with its first decisions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from ..actors import commands as cmd
+from ..actors.schedule import ScheduleSpec
+from ..decide import transitions as pure
+from ..decide.invocation import ChildInvocation
+from ..decide.transitions import ServerLimits
+from ..errors import (
+    ExecutionExistsError,
+    InternalError,
+    InvalidInputError,
+    OrbitError,
+    ResourceExhaustedError,
+)
+from ..history.apply import replay
+from ..history.events import EffectiveLimits, ParentRef
+from ..history.state import ExecutionState
+from ..ir.plan import CompiledDefinition
+from ..store.base import AlreadyStored, ExecutionRow, Store
+from ..store.definitions import DefinitionRegistry
+from .loading import Loader
+from .registry import Registry
+from .supervisor import Supervisor
+
+
+@dataclass(frozen=True)
+class StartLimits:
+    """Server-wide limits a start applies."""
+
+    limits: ServerLimits
+    max_active_executions: int | None = None
+
+
+class Starter:
+    """Starts executions under ``supervisor``; children are started from tasks of ``nursery``."""
+
+    def __init__(
+        self, nursery: trio.Nursery, supervisor: Supervisor, definitions: DefinitionRegistry,
+        store: Store, load: Loader, now_ms: Callable[[], int], limits: StartLimits,
+    ) -> None:  # fmt: skip
+        self._nursery = nursery
+        self._supervisor = supervisor
+        self._registry: Registry = supervisor.registry
+        self._definitions = definitions
+        self._store = store
+        self._load = load
+        self._now_ms = now_ms
+        self._limits = limits
+        self._starting: dict[str, trio.Event] = {}  # ids being started: set when done
+        self._effective: dict[str, EffectiveLimits] = {}  # by definition hash
+
+    async def start(
+        self,
+        workflow: str,
+        *,
+        version: str | None = None,
+        input: Any = None,
+        execution_id: str | None = None,
+        parent: ParentRef | None = None,
+        schedule_id: str | None = None,
+    ) -> tuple[str, bool]:
+        """Start an execution; returns (execution_id, created). An existing id of the same
+        definition answers created=False."""
+        definition = self._definitions.resolve(workflow, version)
+        execution_id = execution_id or str(uuid.uuid4())
+        pure.check_execution_id(execution_id)
+        while (busy := self._starting.get(execution_id)) is not None:
+            await busy.wait()  # the same id being started: its outcome decides this one
+        done = self._starting[execution_id] = trio.Event()
+        try:
+            return await self._start_once(definition, execution_id, input, parent, schedule_id)
+        finally:
+            del self._starting[execution_id]
+            done.set()
+
+    async def _start_once(
+        self, definition: CompiledDefinition, execution_id: str, input: Any,
+        parent: ParentRef | None, schedule_id: str | None,
+    ) -> tuple[str, bool]:  # fmt: skip
+        registry = self._registry
+        if execution_id in registry or execution_id in registry.quarantined:
+            return self._existing(execution_id, definition, await self._row(execution_id))
+        limit = self._limits.max_active_executions
+        if parent is None and limit is not None and registry.roots >= limit:
+            raise ResourceExhaustedError(
+                f"{registry.roots} executions are already running (--max-active-executions)"
+            )
+        events = pure.start_run(
+            definition, execution_id=execution_id, input=input, now=self._now_ms(),
+            limits=self._effective_limits(definition), parent=parent, schedule_id=schedule_id,
+        )  # fmt: skip
+        try:
+            with trio.CancelScope(shield=True):  # a stored execution always gets its actor
+                await self._supervisor.create(replay(events), definition, events)
+        except AlreadyStored:
+            return self._existing(execution_id, definition, await self._row(execution_id))
+        return execution_id, True
+
+    def _effective_limits(self, definition: CompiledDefinition) -> EffectiveLimits:
+        limits = self._effective.get(definition.definition_hash)
+        if limits is None:  # fixed per definition: worked out once
+            limits = pure.effective_limits(self._limits.limits, definition)
+            self._effective[definition.definition_hash] = limits
+        return limits
+
+    async def _row(self, execution_id: str) -> ExecutionRow | None:
+        return await self._store.execution(execution_id)
+
+    @staticmethod
+    def _existing(
+        execution_id: str, definition: CompiledDefinition, existing: ExecutionRow | None
+    ) -> tuple[str, bool]:
+        """Starting an id that is taken: the same definition answers created=False."""
+        if existing is None:  # only a concurrent delete could do this, and nothing deletes
+            raise InternalError(f"execution `{execution_id}` vanished while starting")
+        if existing.definition_hash == definition.definition_hash:
+            return execution_id, False
+        raise ExecutionExistsError(
+            f"execution `{execution_id}` already exists for a different workflow "
+            f"({existing.workflow}@{existing.version})"
+        )
+
+    # -- children ---------------------------------------------------------------------------
+    def start_child(self, parent: ExecutionState, invocation: ChildInvocation) -> None:
+        """Start (or find) the child of a dispatched workflow unit; its end reaches the parent
+        (a child that had already ended is told at once)."""
+        parent_ref = ParentRef(execution_id=parent.execution_id, step=invocation.key)
+        self._nursery.start_soon(self._start_child, parent_ref, invocation)
+
+    async def _start_child(self, parent: ParentRef, invocation: ChildInvocation) -> None:
+        child_id = invocation.execution_id
+        try:
+            definition = self._child_definition(invocation)
+            await self.start(
+                definition.name, version=definition.version, input=invocation.input,
+                execution_id=child_id, parent=parent,
+            )  # fmt: skip
+        except OrbitError as exc:
+            failed = cmd.ChildNotStarted(invocation.key, child_id, exc.message)
+            self._registry.tell(parent.execution_id, failed)
+            return
+        row = await self._store.execution(child_id)
+        if row is not None and row.status != "running" and child_id not in self._registry:
+            state, _ = await self._load(child_id)
+            self._registry.tell_child_ended(state)
+
+    def _child_definition(self, invocation: ChildInvocation) -> CompiledDefinition:
+        if invocation.definition_hash is not None:
+            found = self._definitions.by_hash(invocation.definition_hash)
+            if found is not None:
+                return found
+        return self._definitions.resolve(invocation.workflow, invocation.version)
+
+    def cancel_child(self, child_id: str, reason: str) -> None:
+        """Cancel a child the parent no longer waits for."""
+        self._nursery.start_soon(self._registry.cancel_quietly, child_id, reason)
+
+    # -- schedules --------------------------------------------------------------------------
+    def check_target(self, spec: ScheduleSpec) -> None:
+        """A schedule's workflow must be registered and take its input."""
+        definition = self._definitions.resolve(spec.workflow, spec.version)
+        if not isinstance(spec.input, dict):
+            raise InvalidInputError("input: a schedule's input must be a JSON object")
+        pure.validated_input(definition.input_schema, spec.input, strict=True)
+
+    async def start_occurrence(self, spec: ScheduleSpec, execution_id: str) -> None:
+        """Start an occurrence's execution; one already stored for the schedule counts."""
+        try:
+            await self.start(
+                spec.workflow, version=spec.version, input=spec.input,
+                execution_id=execution_id, schedule_id=spec.schedule_id,
+            )  # fmt: skip
+        except ExecutionExistsError:  # started before a crash, of a version since superseded
+            row = await self._store.execution(execution_id)
+            if row is None or row.schedule_id != spec.schedule_id:
+                raise
+
+    async def is_running(self, execution_id: str) -> bool:
+        """True while the execution has not finished."""
+        if execution_id in self._registry:
+            return True
+        row = await self._store.execution(execution_id)
+        return row is not None and row.status == "running"
