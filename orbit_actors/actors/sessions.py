@@ -2,10 +2,11 @@
 
 A :class:`Connection` takes decoded messages and answers through the ``send`` it was given (the
 gateway owns the socket; tests pass a list's ``append``). The :class:`SessionManager` keeps the
-sessions, their tokens in flight and their liveness: a session is alive while its worker sends
-anything within the session timeout; when it dies, each token it held becomes uncertain once the
-timeout has also passed since the token's dispatch. Tokens found in flight after a restart wait
-for their session to be resumed, for the timeout counted from the restart.
+sessions and their liveness: a session is alive while its worker sends anything within the
+session timeout; when it dies, each token it held becomes uncertain once the timeout has also
+passed since the token's dispatch. Tokens found in flight after a restart wait for their session
+to be resumed, for the timeout counted from the restart. Which tokens a session holds and how
+much capacity it has free are the :class:`~.pool.WorkerPool`'s, not this module's.
 """
 
 from __future__ import annotations

@@ -56,3 +56,35 @@ async def test_a_task_claimed_for_a_session_that_ends_during_its_commit_is_redel
         assert leaving.tasks == []
         assert (await runtime.wait("e1", 60)).status == "completed"
         nursery.cancel_scope.cancel()
+
+
+THREE_STEPS = workflow(
+    "steps: [{id: a, task: t, input: {n: 1}}, {id: b, task: t}, {id: c, task: t}]\n"
+)
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts the commits of execution histories."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history_commits = 0
+
+    async def commit(self, commit: Commit) -> None:
+        self.history_commits += 1
+        await super().commit(commit)
+
+
+async def test_a_one_slot_worker_gets_the_next_task_in_the_commit_of_the_last_result(
+    autojump_clock: MockClock,
+) -> None:
+    store = CountingStore()
+    async with open_runtime(store, RuntimeConfig()) as runtime, trio.open_nursery() as nursery:
+        await runtime.register_definition(THREE_STEPS)
+        worker = FakeWorker(runtime, "single", concurrency=1)
+        await nursery.start(worker.serve)
+        await runtime.start("wf", input={}, execution_id="e1")
+        assert (await runtime.wait("e1", 60)).status == "completed"
+        # created with a dispatched; a's result with b dispatched; b's with c; c's with the end
+        assert store.history_commits == 4
+        nursery.cancel_scope.cancel()
