@@ -27,7 +27,6 @@ from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
-from .actors.views import describe, summary
 from .decide.query import evaluate_query
 from .decide.transitions import ServerLimits, Verdict
 from .errors import RunNotFoundError
@@ -44,6 +43,7 @@ from .supervisor import Registry, RestartIntensity, Supervisor
 from .supervisor.loading import Loader
 from .supervisor.starting import Starter, StartLimits
 from .supervisor.waiters import Waiters
+from .views import ExecutionDetail, Schedule, Worker, describe, summary
 
 if TYPE_CHECKING:  # the otel extra is optional: the server imports the tracer only when asked
     from .observe.tracing import Tracer
@@ -273,7 +273,7 @@ class Runtime:
 
     async def cancel(
         self, execution_id: str, reason: str = "cancelled by request"
-    ) -> dict[str, Any]:
+    ) -> ExecutionDetail:
         """Cancel an execution; returns its detail."""
         await self.registry.request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
         return await self.describe(execution_id)
@@ -286,18 +286,15 @@ class Runtime:
         state, definition = await self._load(execution_id)
         return evaluate_query(state, definition, name)
 
-    async def describe(self, execution_id: str) -> dict[str, Any]:
+    async def describe(self, execution_id: str) -> ExecutionDetail:
         """The execution's detail."""
         answered, detail = await self.registry.ask(execution_id, cmd.Describe(reply=Reply()))
         if answered:
-            live: dict[str, Any] = detail
+            live: ExecutionDetail = detail
             return live
         state, definition = await self._load(execution_id)
         quarantined = self.registry.quarantined.get(execution_id)
-        stored = describe(state, definition, quarantined is not None)
-        if quarantined is not None:
-            stored["last_error"] = quarantined
-        return stored
+        return describe(state, definition, quarantined is not None, quarantined)
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run or of run ``run``."""
@@ -322,7 +319,7 @@ class Runtime:
         """The summary once the execution has finished; raises WaitTimeoutError."""
         return await self.waiters.wait(execution_id, timeout)
 
-    async def resume(self, execution_id: str) -> dict[str, Any]:
+    async def resume(self, execution_id: str) -> ExecutionDetail:
         """Respawn a quarantined execution from its history."""
         await self.registry.row(execution_id)
         await self.supervisor.resume(execution_id)
@@ -337,17 +334,17 @@ class Runtime:
     # -- schedules -------------------------------------------------------------------------
     async def create_schedule(
         self, spec: ScheduleSpec, paused: bool = False
-    ) -> tuple[dict[str, Any], bool]:
+    ) -> tuple[Schedule, bool]:
         """Create a schedule; returns (view, created). The same id with the same fields answers
         created=False; with other fields ScheduleExistsError."""
-        answer: tuple[dict[str, Any], bool] = await self.scheduler.request(
+        answer: tuple[Schedule, bool] = await self.scheduler.request(
             cmd.CreateSchedule(spec, paused, reply=Reply())
         )
         return answer
 
-    async def schedules(self, schedule_id: str | None = None) -> list[dict[str, Any]]:
+    async def schedules(self, schedule_id: str | None = None) -> list[Schedule]:
         """Every schedule (or the one named), with its next occurrences and last executions."""
-        views: list[dict[str, Any]] = await self.scheduler.request(
+        views: list[Schedule] = await self.scheduler.request(
             cmd.ShowSchedules(schedule_id, reply=Reply())
         )
         return views
@@ -356,9 +353,9 @@ class Runtime:
         """Delete a schedule; executions it started go on."""
         await self.scheduler.request(cmd.DeleteSchedule(schedule_id, reply=Reply()))
 
-    async def pause_schedule(self, schedule_id: str, paused: bool = True) -> dict[str, Any]:
+    async def pause_schedule(self, schedule_id: str, paused: bool = True) -> Schedule:
         """Pause a schedule (or resume it: what was missed while paused does not fire)."""
-        view: dict[str, Any] = await self.scheduler.request(
+        view: Schedule = await self.scheduler.request(
             cmd.PauseSchedule(schedule_id, paused, reply=Reply())
         )
         return view
@@ -379,7 +376,7 @@ class Runtime:
         the worker its credentials name, if they name one."""
         return self.sessions.connect(send, close, bound_worker_id)
 
-    async def workers(self) -> list[dict[str, Any]]:
+    async def workers(self) -> list[Worker]:
         """Every worker ever registered, with its live sessions and tasks in flight."""
         live: dict[str, list[WorkerSession]] = {}
         for session in self.sessions.sessions.values():
@@ -387,14 +384,14 @@ class Runtime:
         out = []
         for record in await self.store.workers():
             sessions = live.get(record.worker_id, [])
-            out.append({
-                "worker_id": record.worker_id, "runtime": record.runtime, "sdk": record.sdk,
-                "contracts": record.contracts, "last_seen_ms": record.last_seen_ms,
-                "registered_at_ms": record.registered_at_ms,
-                "online": any(s.connection is not None for s in sessions),
-                "sessions": len(sessions),
-                "inflight": sum(self.pool.inflight(s.id) for s in sessions),
-            })  # fmt: skip
+            out.append(Worker(
+                worker_id=record.worker_id, runtime=record.runtime, sdk=record.sdk,
+                contracts=record.contracts, last_seen_ms=record.last_seen_ms,
+                registered_at_ms=record.registered_at_ms,
+                online=any(s.connection is not None for s in sessions),
+                sessions=len(sessions),
+                inflight=sum(self.pool.inflight(s.id) for s in sessions),
+            ))  # fmt: skip
         return out
 
 

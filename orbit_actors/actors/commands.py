@@ -87,7 +87,7 @@ class RunQuery(Command):
 
 @dataclass(eq=False)
 class Describe(Command):
-    """Reply with a snapshot of the execution (see ``actors.views``)."""
+    """Reply with a snapshot of the execution (an ``ExecutionDetail``)."""
 
 
 # -- the scheduler's ----------------------------------------------------------------------------

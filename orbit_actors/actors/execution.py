@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,14 +29,15 @@ from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
 from ..store.base import AlreadyStored, Commit, Store
+from ..views import ExecutionDetail, describe, row_of
 from ..wire.messages import Task
 from . import commands as cmd
 from .clock import Clock
 from .pool import WorkerPort
-from .views import describe, row_of
 
 RUNTIME_WORKER = "orbit-runtime"
 RESTARTED = "runtime restarted while the built-in task was running"
+UNRECORDED = "worker session ended before its result could be recorded"
 
 
 class _RandomHex:
@@ -203,8 +205,8 @@ class ExecutionActor:
         try:
             await self._advance(events, reported=c.token)
         except StorageError:
-            if held is not None:  # not recorded: the token is in flight again
-                self.ports.pool.restore(held)
+            if held is not None and not self.ports.pool.restore(held):
+                self._lost(c.token)  # not recorded, and its session is gone: redeliver
             raise
         return verdict
 
@@ -246,7 +248,7 @@ class ExecutionActor:
     async def _on_query(self, c: cmd.RunQuery) -> Any:
         return evaluate_query(self.state, self.definition, c.name)
 
-    async def _on_describe(self, c: cmd.Describe) -> dict[str, Any]:
+    async def _on_describe(self, c: cmd.Describe) -> ExecutionDetail:
         return describe(self.state, self.definition)
 
     # -- the cycle: decide, commit, publish ------------------------------------------------
@@ -422,6 +424,12 @@ class ExecutionActor:
             self.ports.adopt(session, worker_id or "", task, dispatched_at or self._now())
 
     # -- helpers -------------------------------------------------------------------------
+    def _lost(self, token: str) -> None:
+        """A result that was not recorded, from a session that has ended since: the attempt
+        becomes uncertain once the actor has its store back."""
+        with suppress(OrbitError):
+            self.mailbox.send_nowait(cmd.MarkUncertain(token, UNRECORDED))
+
     def _now(self) -> int:
         return self.ports.clock.now_ms()
 

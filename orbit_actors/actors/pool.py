@@ -110,8 +110,9 @@ class WorkerPort(Protocol):
         """The worker answered ``token``: its slot is free. Returns what it held."""
         ...
 
-    def restore(self, held: Held) -> None:
-        """Undo :meth:`settle` (the answer's commit failed: the token is in flight again)."""
+    def restore(self, held: Held) -> bool:
+        """Undo :meth:`settle` (the answer's commit failed: the token is in flight again);
+        False when its session has ended meanwhile."""
         ...
 
     def cancel(self, tokens: dict[str, str]) -> None:
@@ -183,14 +184,16 @@ class WorkerPool:
         """The worker answered ``token``: forget it and free its slot."""
         return self._drop(token)
 
-    def restore(self, held: Held) -> None:
-        """Hold a settled token again (its answer was not recorded)."""
+    def restore(self, held: Held) -> bool:
+        """Hold a settled token again (its answer was not recorded); False when its session
+        has ended, so nobody holds it."""
         member = self._members.get(held.session_id)
-        if member is None or held.token in self._held:
-            return
-        self._held[held.token] = member.held[held.token] = held
-        if held.cancelled is None:
-            member.used += 1
+        if member is None:
+            return False
+        if held.token not in self._held:
+            self._held[held.token] = member.held[held.token] = held
+            member.used += held.cancelled is None
+        return True
 
     def cancel(self, tokens: dict[str, str]) -> None:
         """Mark tokens cancelled (their slots are free at once) and tell each connected worker."""

@@ -33,6 +33,7 @@ from ..errors import (
 )
 from ..mailbox import Command, Mailbox
 from ..store.base import ScheduleRecord, Store
+from ..views import Schedule
 from . import commands as cmd
 from .clock import Clock
 from .cron import CronRule, occurrence_id
@@ -197,7 +198,7 @@ class Scheduler:
             raise InternalError(f"the scheduler has no command {type(command).__name__}")
         return await handler(self, command)
 
-    async def _on_create(self, c: cmd.CreateSchedule) -> tuple[dict[str, Any], bool]:
+    async def _on_create(self, c: cmd.CreateSchedule) -> tuple[Schedule, bool]:
         return await self._create(c.spec, c.paused)
 
     async def _on_delete(self, c: cmd.DeleteSchedule) -> None:
@@ -206,13 +207,13 @@ class Scheduler:
         del self._entries[c.schedule_id]
         _log(logging.INFO, "schedule deleted", schedule_id=c.schedule_id)
 
-    async def _on_pause(self, c: cmd.PauseSchedule) -> dict[str, Any]:
+    async def _on_pause(self, c: cmd.PauseSchedule) -> Schedule:
         return await self._pause(self._entry(c.schedule_id), c.paused)
 
     async def _on_trigger(self, c: cmd.TriggerSchedule) -> str:
         return await self._fire(self._entry(c.schedule_id), self._clock.now_ms() // 1000 * 1000)
 
-    async def _on_show(self, c: cmd.ShowSchedules) -> list[dict[str, Any]]:
+    async def _on_show(self, c: cmd.ShowSchedules) -> list[Schedule]:
         if c.schedule_id is not None:
             return [await self._show(self._entry(c.schedule_id))]
         executions = await self._store.occurrence_executions(LAST_EXECUTIONS)
@@ -224,7 +225,7 @@ class Scheduler:
             raise ScheduleNotFoundError(f"schedule `{schedule_id}` not found")
         return entry
 
-    async def _create(self, spec: ScheduleSpec, paused: bool) -> tuple[dict[str, Any], bool]:
+    async def _create(self, spec: ScheduleSpec, paused: bool) -> tuple[Schedule, bool]:
         spec.rule()
         self._ports.check_target(spec)
         now = self._clock.now_ms()
@@ -242,7 +243,7 @@ class Scheduler:
              timezone=spec.timezone)  # fmt: skip
         return await self._show(entry), True
 
-    async def _pause(self, entry: _Entry, paused: bool) -> dict[str, Any]:
+    async def _pause(self, entry: _Entry, paused: bool) -> Schedule:
         await self._store.set_schedule_paused(entry.spec.schedule_id, paused, self._clock.now_ms())
         await self._refresh(entry)
         self._plan(entry)
@@ -292,25 +293,24 @@ class Scheduler:
         if record is not None:
             entry.record = record
 
-    async def _show(self, entry: _Entry) -> dict[str, Any]:
+    async def _show(self, entry: _Entry) -> Schedule:
         """One schedule as the API shows it."""
         latest = await self._store.occurrence_executions(LAST_EXECUTIONS, entry.spec.schedule_id)
         return self._view(entry, latest)
 
-    def _view(self, entry: _Entry, executions: dict[str, list[str]]) -> dict[str, Any]:
+    def _view(self, entry: _Entry, executions: dict[str, list[str]]) -> Schedule:
         """A schedule as the API shows it (``executions``: the latest, by schedule)."""
         record, spec = entry.record, entry.spec
         upcoming: list[int] = []
         if entry.due_ms is not None:
             upcoming = [entry.due_ms, *entry.rule.upcoming(entry.due_ms, NEXT_OCCURRENCES - 1)]
-        return {
-            "schedule_id": spec.schedule_id, "cron": spec.cron, "timezone": spec.timezone,
-            "workflow": spec.workflow, "version": spec.version, "input": spec.input,
-            "overlap": spec.overlap, "paused": record.paused,
-            "next_occurrences_ms": upcoming,
-            "last_execution_ids": executions.get(spec.schedule_id, []),
-            "last_error": record.last_error, "created_at_ms": record.created_at_ms,
-        }  # fmt: skip
+        return Schedule(
+            schedule_id=spec.schedule_id, cron=spec.cron, timezone=spec.timezone,
+            workflow=spec.workflow, version=spec.version, input=spec.input,
+            overlap=spec.overlap, paused=record.paused, next_occurrences_ms=upcoming,
+            last_execution_ids=executions.get(spec.schedule_id, []),
+            last_error=record.last_error, created_at_ms=record.created_at_ms,
+        )  # fmt: skip
 
 
 _HANDLERS: dict[type[Command], Callable[[Scheduler, Any], Awaitable[Any]]] = {

@@ -17,15 +17,20 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..actors.schedule import ScheduleSpec
-from ..actors.views import row_summary
 from ..decide.transitions import Verdict
 from ..errors import InvalidRequestError
 from ..history.events import ErrorInfo, event_to_dict
 from ..runtime import Runtime
 from ..store.base import EXECUTION_STATUSES, DefinitionRecord
+from ..views import row_summary
 from . import models as m
 
 Answer = tuple[int, Any]
+
+
+def body_of(answer: BaseModel) -> dict[str, Any]:
+    """A typed answer as the JSON object it is sent as."""
+    return answer.model_dump(mode="json")
 
 
 @dataclass
@@ -119,13 +124,13 @@ async def list_executions(call: Call) -> Answer:
     page = await call.runtime.list_executions(
         status=query.status, workflow=query.workflow, limit=query.limit, cursor=query.cursor
     )
-    executions = [row_summary(row) for row in page.executions]
+    executions = [body_of(row_summary(row)) for row in page.executions]
     return 200, {"executions": executions, "next_cursor": page.next_cursor}
 
 
 async def describe_execution(call: Call) -> Answer:
     """One execution's detail."""
-    return 200, await call.runtime.describe(call.params["execution_id"])
+    return 200, body_of(await call.runtime.describe(call.params["execution_id"]))
 
 
 async def execution_history(call: Call) -> Answer:
@@ -148,19 +153,19 @@ async def wait_execution(call: Call) -> Answer:
     query: m.WaitQuery = call.query
     timeout = min(query.timeout, MAX_WAIT_SECONDS)
     row = await call.runtime.wait(call.params["execution_id"], timeout)
-    return 200, row_summary(row)
+    return 200, body_of(row_summary(row))
 
 
 async def cancel_execution(call: Call) -> Answer:
     """Cancel an execution."""
     body: m.CancelExecution = call.body or m.CancelExecution()
     reason = body.reason or "cancelled by request"
-    return 202, await call.runtime.cancel(call.params["execution_id"], reason)
+    return 202, body_of(await call.runtime.cancel(call.params["execution_id"], reason))
 
 
 async def resume_execution(call: Call) -> Answer:
     """Respawn a quarantined execution."""
-    return 202, await call.runtime.resume(call.params["execution_id"])
+    return 202, body_of(await call.runtime.resume(call.params["execution_id"]))
 
 
 async def send_signal(call: Call) -> Answer:
@@ -186,18 +191,18 @@ async def create_schedule(call: Call) -> Answer:
         input={} if body.input is None else body.input, overlap=body.overlap,
     )  # fmt: skip
     view, created = await call.runtime.create_schedule(spec, body.paused)
-    return (201 if created else 200), {**view, "created": created}
+    return (201 if created else 200), {**body_of(view), "created": created}
 
 
 async def list_schedules(call: Call) -> Answer:
     """Every schedule."""
-    return 200, {"schedules": await call.runtime.schedules()}
+    return 200, {"schedules": [body_of(view) for view in await call.runtime.schedules()]}
 
 
 async def get_schedule(call: Call) -> Answer:
     """One schedule."""
     (view,) = await call.runtime.schedules(call.params["schedule_id"])
-    return 200, view
+    return 200, body_of(view)
 
 
 async def delete_schedule(call: Call) -> Answer:
@@ -208,12 +213,13 @@ async def delete_schedule(call: Call) -> Answer:
 
 async def pause_schedule(call: Call) -> Answer:
     """Pause a schedule."""
-    return 200, await call.runtime.pause_schedule(call.params["schedule_id"], paused=True)
+    return 200, body_of(await call.runtime.pause_schedule(call.params["schedule_id"], paused=True))
 
 
 async def resume_schedule(call: Call) -> Answer:
     """Resume a schedule; what was missed while paused does not fire."""
-    return 200, await call.runtime.pause_schedule(call.params["schedule_id"], paused=False)
+    view = await call.runtime.pause_schedule(call.params["schedule_id"], paused=False)
+    return 200, body_of(view)
 
 
 async def trigger_schedule(call: Call) -> Answer:
@@ -224,7 +230,7 @@ async def trigger_schedule(call: Call) -> Answer:
 # -- workers and tasks -----------------------------------------------------------------------
 async def list_workers(call: Call) -> Answer:
     """Every worker ever registered."""
-    return 200, {"workers": await call.runtime.workers()}
+    return 200, {"workers": [body_of(worker) for worker in await call.runtime.workers()]}
 
 
 def ack_body(ack: Verdict) -> dict[str, Any]:

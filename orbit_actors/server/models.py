@@ -1,4 +1,5 @@
-"""The HTTP API's bodies and answers as pydantic models (http-api.md).
+"""The HTTP API's bodies and answers as pydantic models (http-api.md); the answers the runtime
+produces itself (executions, workers, schedules) come from :mod:`orbit_actors.views`.
 
 Request models validate what callers send (a malformed body is 400 ``INVALID_REQUEST`` naming the
 field); answer models describe what the server sends back. Both feed ``/v1/openapi.json``, so
@@ -10,6 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..views.models import ExecutionDetail as ExecutionDetail
+from ..views.models import ExecutionSummary as ExecutionSummary
+from ..views.models import Schedule as Schedule
+from ..views.models import Unit as Unit
+from ..views.models import Worker as Worker
 
 
 class _Body(BaseModel):
@@ -146,52 +153,11 @@ class Started(BaseModel):
     created: bool
 
 
-class ExecutionSummary(BaseModel):
-    """An execution in a list, and the ``wait`` answer."""
-
-    execution_id: str
-    workflow: str
-    version: str
-    status: str
-    run: int
-    started_at_ms: int | None
-    closed_at_ms: int | None
-    parent_id: str | None
-    schedule_id: str | None
-
-
 class ExecutionList(BaseModel):
     """``{"executions": […], "next_cursor": …}``."""
 
     executions: list[ExecutionSummary]
     next_cursor: str | None
-
-
-class Unit(BaseModel):
-    """One unit of an execution's detail."""
-
-    key: str
-    step: str
-    status: str
-    attempt: int
-    redelivery: bool
-    worker_id: str | None
-    dispatched_at_ms: int | None
-    deadline_ms: int | None
-    error: dict[str, Any] | None
-
-
-class ExecutionDetail(ExecutionSummary):
-    """``GET /v1/executions/{id}``."""
-
-    input: Any
-    output: Any
-    error: dict[str, Any] | None
-    units: list[Unit]
-    pending_signals: list[dict[str, Any]]
-    children: list[dict[str, Any]]
-    quarantined: bool
-    last_error: str | None = None
 
 
 class History(BaseModel):
@@ -214,43 +180,10 @@ class QueryAnswer(BaseModel):
     value: Any
 
 
-class Worker(BaseModel):
-    """A worker ever registered."""
-
-    worker_id: str
-    runtime: str
-    sdk: str
-    contracts: list[dict[str, str]]
-    last_seen_ms: int
-    registered_at_ms: int
-    online: bool
-    sessions: int
-    inflight: int
-
-
 class WorkerList(BaseModel):
     """``{"workers": […]}``."""
 
     workers: list[Worker]
-
-
-class Schedule(BaseModel):
-    """A schedule with its next occurrences (none while paused) and the executions its latest
-    occurrences started, newest first; ``last_error`` says why the latest occurrence that could
-    not start did not."""
-
-    schedule_id: str
-    cron: str
-    timezone: str
-    workflow: str
-    version: str | None
-    input: Any
-    overlap: str
-    paused: bool
-    next_occurrences_ms: list[int]
-    last_execution_ids: list[str]
-    last_error: str | None
-    created_at_ms: int
 
 
 class ScheduleCreated(Schedule):

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ..actors.views import row_of
 from ..errors import ExecutionNotFoundError, WaitTimeoutError
 from ..history.state import ExecutionState
 from ..store.base import ExecutionRow
+from ..views import row_of
 from .registry import Registry
 
 

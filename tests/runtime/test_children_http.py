@@ -42,7 +42,7 @@ async def test_a_parent_waits_for_its_children_and_gets_their_outputs(
         await runtime.start("parent", execution_id="order-7")
         row = await runtime.wait("order-7", 60)
         assert row.status == "completed"
-        assert (await runtime.describe("order-7"))["output"] == [2, 4, 6]
+        assert (await runtime.describe("order-7")).output == [2, 4, 6]
         child = await runtime.store.execution("order-7.each.1")
         assert child is not None and child.parent_id == "order-7" and child.status == "completed"
         nursery.cancel_scope.cancel()
@@ -55,11 +55,11 @@ async def test_children_are_cancelled_when_the_parent_aborts(
     await runtime.register_definition(PARENT)
     await runtime.start("parent", execution_id="p")
     await trio.testing.wait_all_tasks_blocked()
-    assert (await runtime.describe("p.each.0"))["status"] == "running"
+    assert (await runtime.describe("p.each.0")).status == "running"
     await runtime.cancel("p", "stop")
     await trio.testing.wait_all_tasks_blocked()
     for index in range(3):
-        assert (await runtime.describe(f"p.each.{index}"))["status"] == "cancelled"
+        assert (await runtime.describe(f"p.each.{index}")).status == "cancelled"
 
 
 async def test_a_child_that_cannot_start_fails_the_parents_unit(
@@ -76,7 +76,7 @@ async def test_a_child_that_cannot_start_fails_the_parents_unit(
     row = await runtime.wait("p", 60)
     assert row.status == "failed"
     detail = await runtime.describe("p")
-    assert detail["error"]["code"] == "CHILD_START_FAILED"
+    assert detail.error is not None and detail.error.code == "CHILD_START_FAILED"
 
 
 HTTP = workflow("""
@@ -94,7 +94,8 @@ async def test_without_the_adapter_an_http_step_fails_with_adapter_disabled(
     await runtime.start("wf", input={"url": "http://127.0.0.1:9/"}, execution_id="h")
     row = await runtime.wait("h", 60)
     assert row.status == "failed"
-    assert (await runtime.describe("h"))["error"]["code"] == "ADAPTER_DISABLED"
+    error = (await runtime.describe("h")).error
+    assert error is not None and error.code == "ADAPTER_DISABLED"
 
 
 async def serve_http(
@@ -139,7 +140,7 @@ async def test_the_adapter_calls_the_url_and_returns_the_parsed_body() -> None:
         with trio.fail_after(30):
             row = await runtime.wait("h", 30)
         assert row.status == "completed"
-        assert (await runtime.describe("h"))["output"] == {"echo": {"hello": "world"}}
+        assert (await runtime.describe("h")).output == {"echo": {"hello": "world"}}
         nursery.cancel_scope.cancel()
 
 
@@ -153,8 +154,9 @@ async def test_a_4xx_is_a_non_retryable_http_status_with_its_code() -> None:
         await runtime.start("wf", input={"url": f"http://127.0.0.1:{port}/"}, execution_id="h")
         with trio.fail_after(30):
             await runtime.wait("h", 30)
-        error = (await runtime.describe("h"))["error"]
-        assert (error["code"], error["retryable"], error["details"]) == (
+        error = (await runtime.describe("h")).error
+        assert error is not None
+        assert (error.code, error.retryable, error.details) == (
             "HTTP_STATUS",
             False,
             {"status": 404},

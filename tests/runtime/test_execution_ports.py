@@ -63,9 +63,10 @@ class FakePool:
         self.calls.append(f"settle {self.step_of(token)}")
         return Held(token, "s1", 0)
 
-    def restore(self, held: Held) -> None:
+    def restore(self, held: Held) -> bool:
         self.free -= 1
         self.calls.append("restore")
+        return True
 
     def cancel(self, tokens: dict[str, str]) -> None:
         self.calls.append(f"cancel {len(tokens)}")

@@ -47,7 +47,7 @@ async def test_start_signal_query_and_complete(runtime: Runtime, autojump_clock:
     assert row.status == "completed"
     assert await runtime.query("req-1", "stage") == "approved"  # a finished execution still answers
     detail = await runtime.describe("req-1")
-    assert detail["output"] == {"by": "ann"} and detail["status"] == "completed"
+    assert detail.output == {"by": "ann"} and detail.status == "completed"
 
 
 async def test_start_refusals(runtime: Runtime, autojump_clock: MockClock) -> None:
@@ -88,7 +88,7 @@ async def test_the_latest_version_is_the_highest_by_semver_not_the_newest(
     for version in ("1.10.0", "1.9.0", "2.0.0-rc.1"):
         await runtime.register_definition(APPROVAL.replace("1.0.0", version, 1))
     execution_id, _ = await runtime.start("wf")
-    assert (await runtime.describe(execution_id))["version"] == "1.10.0"
+    assert (await runtime.describe(execution_id)).version == "1.10.0"
 
 
 async def test_signal_refusals_in_the_specs_order(
@@ -112,7 +112,7 @@ async def test_cancel_answers_the_detail_and_a_second_cancel_is_refused(
     await runtime.register_definition(APPROVAL)
     await runtime.start("wf", execution_id="e")
     detail = await runtime.cancel("e", "no longer needed")
-    assert detail["status"] == "cancelled"
+    assert detail.status == "cancelled"
     with pytest.raises(ExecutionFinishedError, match="cancelled"):
         await runtime.cancel("e")
 
@@ -210,5 +210,5 @@ async def test_ten_thousand_concurrent_executions_all_finish(
         for i in range(10_000):
             assert (await runtime.wait(f"e{i}", 600)).status == "completed"
         assert await runtime.store.count_by_status() == {"completed": 10_000}
-        assert (await runtime.describe("e4321"))["output"] == {"i": 4321}
+        assert (await runtime.describe("e4321")).output == {"i": 4321}
         nursery.cancel_scope.cancel()

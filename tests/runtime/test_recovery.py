@@ -42,7 +42,7 @@ async def test_closing_mid_flight_and_reopening_finishes_everything(tmp_path: Pa
                 for i in range(50):
                     assert (await runtime.wait(f"e{i}", 30)).status == "completed"
                 nursery.cancel_scope.cancel()
-            assert (await runtime.describe("e7"))["output"] == {"i": 7}
+            assert (await runtime.describe("e7")).output == {"i": 7}
 
 
 async def test_a_worker_resuming_its_session_after_a_restart_reports_its_task(
@@ -118,7 +118,7 @@ async def test_a_commit_failure_leaves_memory_as_durable_and_the_caller_gets_sto
                 assert "disk full" in exc.message
             else:
                 raise AssertionError("the signal should have failed")
-            assert (await runtime.describe("e"))["pending_signals"] == []
+            assert (await runtime.describe("e")).pending_signals == []
             await runtime.signal("e", "go", 2)
             assert (await runtime.wait("e", 10)).status == "completed"
 
@@ -165,5 +165,5 @@ async def test_a_builtin_http_attempt_cut_by_a_restart_is_uncertain_and_runs_aga
                 history = await runtime.history("h")
                 [uncertain] = [e for e in history if e.type == "StepAttemptUncertain"]
                 assert uncertain.reason == "runtime restarted while the built-in task was running"
-                assert (await runtime.describe("h"))["output"] == {"ok": True}
+                assert (await runtime.describe("h")).output == {"ok": True}
             servers.cancel_scope.cancel()

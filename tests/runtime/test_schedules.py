@@ -87,7 +87,7 @@ async def test_an_hourly_schedule_starts_one_execution_per_hour_named_for_its_oc
 ) -> None:
     async with running(MemoryStore(), "2026-01-01T00:30", autojump_clock) as runtime:
         view, created = await runtime.create_schedule(spec("@hourly"))
-        assert created and view["next_occurrences_ms"][:2] == [
+        assert created and view.next_occurrences_ms[:2] == [
             ms("2026-01-01T01:00"), ms("2026-01-01T02:00"),
         ]  # fmt: skip
         await trio.sleep(2 * HOUR + 60)
@@ -95,7 +95,7 @@ async def test_an_hourly_schedule_starts_one_execution_per_hour_named_for_its_oc
         row = await runtime.store.execution("s:20260101T010000Z")
         assert isinstance(row, ExecutionRow) and row.schedule_id == "s"
         (view,) = await runtime.schedules("s")
-        assert view["last_execution_ids"] == at("s", "2026-01-01T02:00", "2026-01-01T01:00")
+        assert view.last_execution_ids == at("s", "2026-01-01T02:00", "2026-01-01T01:00")
 
 
 async def test_berlin_spring_forward_skips_the_wall_time_that_does_not_exist(
@@ -173,7 +173,7 @@ async def test_a_restart_between_claim_and_start_fires_the_occurrence_once(
         await trio.sleep(1)
         assert await fired(runtime, "s") == at("s", "2026-01-01T01:00")
         (view,) = await runtime.schedules("s")
-        assert view["last_execution_ids"] == at("s", "2026-01-01T01:00")
+        assert view.last_execution_ids == at("s", "2026-01-01T01:00")
 
 
 async def test_a_restart_between_start_and_settle_fires_the_occurrence_once(
@@ -193,8 +193,8 @@ async def test_a_restart_between_start_and_settle_fires_the_occurrence_once(
         await trio.sleep(1)
         assert await fired(runtime, "s") == at("s", "2026-01-01T01:00")
         (view,) = await runtime.schedules("s")
-        assert view["last_execution_ids"] == at("s", "2026-01-01T01:00")
-        assert view["last_error"] is None
+        assert view.last_execution_ids == at("s", "2026-01-01T01:00")
+        assert view.last_error is None
 
 
 async def test_resume_does_not_fire_what_was_missed_while_paused(
@@ -204,10 +204,10 @@ async def test_resume_does_not_fire_what_was_missed_while_paused(
     async with running(store, "2026-01-01T00:30", autojump_clock) as runtime:
         await runtime.create_schedule(spec("@hourly"))
         paused = await runtime.pause_schedule("s")
-        assert paused["paused"] and paused["next_occurrences_ms"] == []
+        assert paused.paused and paused.next_occurrences_ms == []
         await trio.sleep(3 * HOUR)
         resumed = await runtime.pause_schedule("s", paused=False)
-        assert resumed["next_occurrences_ms"][0] == ms("2026-01-01T04:00")
+        assert resumed.next_occurrences_ms[0] == ms("2026-01-01T04:00")
         await trio.sleep(1)
         assert await fired(runtime, "s") == []
     async with running(store, "2026-01-01T03:45", autojump_clock) as runtime:  # nor after a restart
@@ -224,12 +224,14 @@ async def test_an_occurrence_refused_by_the_active_limit_is_skipped_and_shown(
         await runtime.create_schedule(spec("*/10 * * * *"))
         await trio.sleep(11 * 60)
         (view,) = await runtime.schedules("s")
-        assert view["last_error"].startswith("RESOURCE_EXHAUSTED: 1 executions are already running")
-        assert view["last_execution_ids"] == []
+        assert (view.last_error or "").startswith(
+            "RESOURCE_EXHAUSTED: 1 executions are already running"
+        )
+        assert view.last_execution_ids == []
         await trio.sleep(20 * 60)  # 00:50 is refused too; 01:00 starts
         (view,) = await runtime.schedules("s")
-        assert view["last_error"] is None
-        assert view["last_execution_ids"] == at("s", "2026-01-01T01:00")
+        assert view.last_error is None
+        assert view.last_execution_ids == at("s", "2026-01-01T01:00")
 
 
 async def test_without_a_version_each_occurrence_starts_the_latest_version(
@@ -240,7 +242,7 @@ async def test_without_a_version_each_occurrence_starts_the_latest_version(
         await trio.sleep(HOUR)
         await register(runtime, autojump_clock, NAP.replace("1.0.0", "1.1.0"))
         await trio.sleep(HOUR)
-        versions = [(await runtime.describe(e))["version"] for e in await fired(runtime, "s")]
+        versions = [(await runtime.describe(e)).version for e in await fired(runtime, "s")]
         assert versions == ["1.0.0", "1.1.0"]
 
 

@@ -260,7 +260,7 @@ async def test_workers_are_listed_with_sessions_and_tasks_in_flight(
     async with trio.open_nursery() as nursery:
         await holding(nursery, runtime, "w1", [("t", "1")])
         [listed] = await runtime.workers()
-        assert (listed["worker_id"], listed["online"], listed["sessions"], listed["inflight"]) == (
+        assert (listed.worker_id, listed.online, listed.sessions, listed.inflight) == (
             "w1",
             True,
             1,

@@ -30,5 +30,5 @@ async def test_an_execution_runs_to_completion(autojump_clock: trio.testing.Mock
         row = await runtime.wait(execution_id, timeout=30 * 86400)
         assert row.status == "completed"
         detail = await runtime.describe(execution_id)
-        assert detail["output"] == {"b": {"prev": 5}}
+        assert detail.output == {"b": {"prev": 5}}
         nursery.cancel_scope.cancel()

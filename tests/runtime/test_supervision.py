@@ -50,7 +50,7 @@ async def test_a_crashed_actor_is_respawned_from_history_and_its_neighbour_is_un
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.serve)
         assert (await runtime.wait("victim", 60)).status == "completed"
-        assert (await runtime.describe("victim"))["output"] == {"got": 1}
+        assert (await runtime.describe("victim")).output == {"got": 1}
         await runtime.signal("neighbour", "go", 2)
         assert (await runtime.wait("neighbour", 60)).status == "completed"
         nursery.cancel_scope.cancel()
@@ -70,14 +70,14 @@ async def test_a_poison_execution_is_quarantined_then_resumed(
     assert runtime.supervisor.stats.quarantines == 1
     detail = await runtime.describe("poison")
     assert (
-        detail["quarantined"] is True
-        and detail["status"] == "running"
-        and "Explode" in detail["last_error"]
+        detail.quarantined is True
+        and detail.status == "running"
+        and "Explode" in (detail.last_error or "")
     )
     with pytest.raises(QuarantinedError, match="resume it"):
         await runtime.signal("poison", "go", 1)
     detail = await runtime.resume("poison")
-    assert detail["quarantined"] is False
+    assert detail.quarantined is False
     await runtime.signal("poison", "go", 1)
     with pytest.raises(NotQuarantinedError):
         await runtime.resume("poison")
@@ -117,5 +117,5 @@ async def test_a_child_finishing_while_its_parent_is_respawned_is_not_lost(
         mailbox.send_nowait(explode)  # the parent crashes ...
         await worker.answer(worker.tasks[0])  # ... while its child finishes
         assert (await runtime.wait("p", 60)).status == "completed"
-        assert (await runtime.describe("p"))["output"] == {"ok": True}
+        assert (await runtime.describe("p")).output == {"ok": True}
         nursery.cancel_scope.cancel()

@@ -139,7 +139,7 @@ async def test_a_run_recovered_by_another_runtime_ends_with_the_same_ids_and_sta
     async with open_runtime(store, tracer=Tracer(SimpleSpanProcessor(exporter))) as first:
         await first.register_definition(WAITS)
         await first.start("waits", execution_id="w-2")
-        started = (await first.describe("w-2"))["started_at_ms"]
+        started = (await first.describe("w-2")).started_at_ms
     await trio.sleep(30)
     async with open_runtime(store, tracer=Tracer(SimpleSpanProcessor(exporter))) as second:
         worker = FakeWorker(second, "w1")
@@ -151,4 +151,4 @@ async def test_a_run_recovered_by_another_runtime_ends_with_the_same_ids_and_sta
     (run,) = [s for s in exporter.get_finished_spans() if s.name == "workflow waits"]
     assert run.context.trace_id == trace_id_of("w-2")
     assert run.context.span_id == execution_span_id("w-2", 1)
-    assert run.start_time == started * 1_000_000
+    assert started is not None and run.start_time == started * 1_000_000

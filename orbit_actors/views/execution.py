@@ -1,0 +1,98 @@
+"""What the API shows of an execution: its stored row, its summary and its detail, from its
+state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..decide.invocation import ChildInvocation, invocation
+from ..history.state import ExecutionState
+from ..ir.plan import CompiledDefinition
+from ..store.base import ExecutionRow
+from .models import ChildLink, ExecutionDetail, ExecutionSummary, PendingSignal, Unit
+
+
+def _status(state: ExecutionState) -> str:
+    """A continued run keeps the execution running."""
+    return "running" if state.status == "continued_as_new" else state.status
+
+
+def _closed_at(state: ExecutionState) -> int | None:
+    closed = state.finished and state.status != "continued_as_new"
+    return state.closed_at_ms if closed else None
+
+
+def row_of(state: ExecutionState) -> ExecutionRow:
+    """The summary row a commit writes for ``state`` (built on every commit: kept direct)."""
+    parent = state.parent
+    return ExecutionRow(
+        execution_id=state.execution_id,
+        workflow=state.workflow,
+        version=state.version,
+        definition_hash=state.definition_hash,
+        status=_status(state),
+        run=state.run,
+        started_at_ms=state.started_at_ms or 0,
+        closed_at_ms=_closed_at(state),
+        parent_id=parent.execution_id if parent else None,
+        schedule_id=state.schedule_id,
+        last_seq=state.last_seq,
+    )
+
+
+def row_summary(row: ExecutionRow) -> ExecutionSummary:
+    """The API's execution summary of a stored row."""
+    return ExecutionSummary(
+        execution_id=row.execution_id, workflow=row.workflow, version=row.version,
+        status=row.status, run=row.run, started_at_ms=row.started_at_ms,
+        closed_at_ms=row.closed_at_ms, parent_id=row.parent_id, schedule_id=row.schedule_id,
+    )  # fmt: skip
+
+
+def summary(state: ExecutionState) -> ExecutionSummary:
+    """The API's execution summary of ``state``."""
+    return ExecutionSummary(**_summary_fields(state))
+
+
+def _summary_fields(state: ExecutionState) -> dict[str, Any]:
+    return {
+        "execution_id": state.execution_id, "workflow": state.workflow,
+        "version": state.version, "status": _status(state), "run": state.run,
+        "started_at_ms": state.started_at_ms, "closed_at_ms": _closed_at(state),
+        "parent_id": state.parent.execution_id if state.parent else None,
+        "schedule_id": state.schedule_id,
+    }  # fmt: skip
+
+
+def describe(
+    state: ExecutionState,
+    definition: CompiledDefinition,
+    quarantined: bool = False,
+    last_error: str | None = None,
+) -> ExecutionDetail:
+    """The detail: the summary plus input, output, error, units, pending signals, children
+    (and, while quarantined, the last error)."""
+    units = []
+    children = []
+    for unit in state.units.values():
+        status = unit.status
+        if status == "scheduled" and definition.plans[unit.step_id].kind in ("await", "sleep"):
+            status = "waiting"
+        units.append(Unit(
+            key=unit.key, step=unit.step_id, status=status, attempt=unit.attempt,
+            redelivery=unit.redelivery, worker_id=unit.worker_id,
+            dispatched_at_ms=unit.dispatched_at_ms, deadline_ms=unit.deadline_ms,
+            error=unit.error,
+        ))  # fmt: skip
+        found = invocation(state, definition, unit.key) if unit.session else None
+        if isinstance(found, ChildInvocation):
+            children.append(ChildLink(key=unit.key, execution_id=found.execution_id))
+    pending = [
+        PendingSignal(seq=seq, name=state.signals[seq].name)
+        for seq in sorted(s for queue in state.undelivered.values() for s in queue)
+    ]
+    return ExecutionDetail(
+        **_summary_fields(state), input=state.input, output=state.output, error=state.error,
+        units=units, pending_signals=pending, children=children, quarantined=quarantined,
+        last_error=last_error,
+    )  # fmt: skip
