@@ -148,9 +148,9 @@ class SessionManager:
         }})  # fmt: skip
         clock = self.ports.clock
         now_ms = clock.now_ms()
-        for token in held:
-            due_ms = max(now_ms, token.since_ms + self.timeout_ms)
-            self._pending_uncertain[token.token] = (clock.deadline(due_ms), reason)
+        for lost in held:
+            due_ms = max(now_ms, lost.since_ms + self.timeout_ms)
+            self._pending_uncertain[lost.token] = (clock.deadline(due_ms), reason)
         self._poke()
 
     def unregister(self, session: WorkerSession) -> None:
