@@ -188,9 +188,8 @@ def _start_execution(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(client.describe(execution_id), indent=2))
     else:
-        detail = client.describe(execution_id)
         print(f"{execution_id}: {final['status']}")
-        shown = detail["output"] if final["status"] == "completed" else detail["error"]
+        shown = final["output"] if final["status"] == "completed" else final["error"]
         if shown is not None:
             print(json.dumps(shown, indent=2))
     return 0 if final["status"] == "completed" else 1

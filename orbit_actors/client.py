@@ -17,11 +17,14 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import time
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+MAX_WAIT = 60.0  # the server answers a wait within a minute at most
 
 DEFAULT_URL = "http://127.0.0.1:7233"
 
@@ -101,8 +104,11 @@ class Client:
         input: Any = None,
         version: str | None = None,
         execution_id: str | None = None,
+        wait: float | None = None,
     ) -> dict[str, Any]:
-        """Start an execution: ``{execution_id, created}``."""
+        """Start an execution: ``{execution_id, created}``; with ``wait`` (seconds, at most 60)
+        the answer comes once it has finished (or ``wait`` has passed) and adds ``status``,
+        ``output`` and ``error`` — one request for the result."""
         body: dict[str, Any] = {"workflow": workflow}
         if input is not None:
             body["input"] = input
@@ -110,7 +116,12 @@ class Client:
             body["version"] = version
         if execution_id is not None:
             body["execution_id"] = execution_id
-        return self._call("POST", "/v1/executions", json_body=body)
+        if wait is None:
+            return self._call("POST", "/v1/executions", json_body=body)
+        params = {"wait": wait}
+        return self._call(
+            "POST", "/v1/executions", json_body=body, params=params, timeout=wait + 10
+        )
 
     def executions(
         self,
@@ -133,9 +144,23 @@ class Client:
         return self._call("GET", self._execution(execution_id, "/history"), params={"run": run})
 
     def wait(self, execution_id: str, timeout: float = 30.0) -> dict[str, Any]:
-        """The summary once finished; raises ApiError ``WAIT_TIMEOUT`` after ``timeout`` s."""
+        """The summary with ``output`` and ``error`` once finished; raises ApiError
+        ``WAIT_TIMEOUT`` after ``timeout`` s (at most 60 per request)."""
         path = self._execution(execution_id, "/wait")
         return self._call("GET", path, params={"timeout": timeout}, timeout=timeout + 10)
+
+    def result(self, execution_id: str, timeout: float = 3600.0) -> dict[str, Any]:
+        """The wait answer (``status``, ``output``, ``error``, …) once the execution has
+        finished, waiting up to ``timeout`` s in long polls of at most a minute; raises ApiError
+        ``WAIT_TIMEOUT`` after that."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return self.wait(execution_id, timeout=max(0.0, min(MAX_WAIT, left)))
+            except ApiError as exc:
+                if exc.code != "WAIT_TIMEOUT" or left <= MAX_WAIT:
+                    raise
 
     def cancel(self, execution_id: str, reason: str | None = None) -> dict[str, Any]:
         """Cancel; answers the detail."""

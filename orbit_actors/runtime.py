@@ -37,13 +37,13 @@ from .mailbox import Reply
 from .observe.commits import CommitObserver, observe_commits
 from .observe.event_log import log_committed
 from .observe.metrics import Metrics, Snapshot
-from .store.base import DefinitionRecord, ExecutionPage, ExecutionRow, Store
+from .store.base import DefinitionRecord, ExecutionPage, Store
 from .store.definitions import DefinitionRegistry
 from .supervisor import Registry, RestartIntensity, Supervisor
 from .supervisor.loading import Loader
 from .supervisor.starting import Starter, StartLimits
 from .supervisor.waiters import Waiters
-from .views import ExecutionDetail, Schedule, Worker, describe, summary
+from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
 
 if TYPE_CHECKING:  # the otel extra is optional: the server imports the tracer only when asked
     from .observe.tracing import Tracer
@@ -128,8 +128,8 @@ def _wire(
     instance_id = secrets.token_hex(6)
     pool = WorkerPool(offer=lambda offer: registry.offer(offer))
     registry = Registry(nursery, store, pool.settle, config.mailbox_capacity)
-    waiters = Waiters(registry)
     load = Loader(store, definitions)
+    waiters = Waiters(registry, load)
     http = HttpRunner(
         nursery, lambda token, output, failure: _report_builtin(registry, token, output, failure),
         enabled=config.enable_http_adapter,
@@ -153,7 +153,7 @@ def _wire(
         pool.cancel(tokens)
 
     def finished(state: ExecutionState, definition: CompiledDefinition) -> None:
-        waiters.finished(state)
+        waiters.finished(state, definition)
         if state.parent is not None:
             registry.tell_child_ended(state)
 
@@ -315,8 +315,9 @@ class Runtime:
         """Executions newest first (``status``, ``workflow``, ``limit``, ``cursor``)."""
         return await self.store.list_executions(**filters)
 
-    async def wait(self, execution_id: str, timeout: float) -> ExecutionRow:
-        """The summary once the execution has finished; raises WaitTimeoutError."""
+    async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
+        """The summary with the output (or the error) once the execution has finished; raises
+        WaitTimeoutError."""
         return await self.waiters.wait(execution_id, timeout)
 
     async def resume(self, execution_id: str) -> ExecutionDetail:

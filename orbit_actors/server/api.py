@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ..actors.schedule import ScheduleSpec
 from ..decide.transitions import Verdict
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, WaitTimeoutError
 from ..history.events import ErrorInfo, event_to_dict
 from ..runtime import Runtime
 from ..store.base import EXECUTION_STATUSES, DefinitionRecord
@@ -106,13 +106,26 @@ async def get_definition(call: Call) -> Answer:
 
 
 # -- executions ------------------------------------------------------------------------------
+MAX_WAIT_SECONDS = 60.0  # a longer wait is clamped: answers never hang past a minute
+
+
 async def start_execution(call: Call) -> Answer:
-    """Start an execution."""
+    """Start an execution; with ``?wait=S``, answer once it has finished or S seconds passed."""
     body: m.StartExecution = call.body
+    query: m.StartQuery = call.query
     execution_id, created = await call.runtime.start(
         body.workflow, version=body.version, input=body.input, execution_id=body.execution_id
     )
-    return (201 if created else 200), {"execution_id": execution_id, "created": created}
+    started: dict[str, Any] = {"execution_id": execution_id, "created": created}
+    if query.wait is not None:
+        try:
+            result = await call.runtime.wait(execution_id, min(query.wait, MAX_WAIT_SECONDS))
+        except WaitTimeoutError:
+            started.update(status="running", output=None, error=None)
+        else:
+            outcome = body_of(result)
+            started.update({key: outcome[key] for key in ("status", "output", "error")})
+    return (201 if created else 200), started
 
 
 async def list_executions(call: Call) -> Answer:
@@ -145,15 +158,12 @@ async def execution_history(call: Call) -> Answer:
     }
 
 
-MAX_WAIT_SECONDS = 60.0
-
-
 async def wait_execution(call: Call) -> Answer:
-    """The summary once the execution has finished (408 ``WAIT_TIMEOUT`` otherwise)."""
+    """The summary with output and error once the execution has finished (408
+    ``WAIT_TIMEOUT`` otherwise)."""
     query: m.WaitQuery = call.query
     timeout = min(query.timeout, MAX_WAIT_SECONDS)
-    row = await call.runtime.wait(call.params["execution_id"], timeout)
-    return 200, body_of(row_summary(row))
+    return 200, body_of(await call.runtime.wait(call.params["execution_id"], timeout))
 
 
 async def cancel_execution(call: Call) -> Answer:
@@ -271,7 +281,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", "/v1/definitions/{name}/{version}", get_definition, "One version, with its IR",
              {200: m.DefinitionWithIr}, errors=(404,), tags=("definitions",)),
     Endpoint("POST", "/v1/executions", start_execution, "Start an execution",
-             {201: m.Started, 200: m.Started}, body=m.StartExecution,
+             {201: m.Started, 200: m.Started}, body=m.StartExecution, query=m.StartQuery,
              errors=(400, 404, 409, 413, 429)),
     Endpoint("GET", "/v1/executions", list_executions, "Executions, newest first",
              {200: m.ExecutionList}, query=m.ListQuery, errors=(400,)),
@@ -280,7 +290,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", f"{_EXECUTION}/history", execution_history, "The events of a run",
              {200: m.History}, query=m.HistoryQuery, errors=(400, 404)),
     Endpoint("GET", f"{_EXECUTION}/wait", wait_execution, "Wait until the execution finishes",
-             {200: m.ExecutionSummary}, query=m.WaitQuery, errors=(404, 408)),
+             {200: m.ExecutionResult}, query=m.WaitQuery, errors=(404, 408)),
     Endpoint("POST", f"{_EXECUTION}/cancel", cancel_execution, "Cancel an execution",
              {202: m.ExecutionDetail}, body=m.CancelExecution, errors=(404, 409)),
     Endpoint("POST", f"{_EXECUTION}/resume", resume_execution, "Resume a quarantined execution",

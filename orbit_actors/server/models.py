@@ -13,7 +13,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..views.models import ExecutionDetail as ExecutionDetail
+from ..views.models import ExecutionResult as ExecutionResult
 from ..views.models import ExecutionSummary as ExecutionSummary
+from ..views.models import ResultError as ResultError
 from ..views.models import Schedule as Schedule
 from ..views.models import Unit as Unit
 from ..views.models import Worker as Worker
@@ -98,6 +100,14 @@ class HistoryQuery(BaseModel):
     run: int | None = Field(default=None, ge=1)
 
 
+class StartQuery(BaseModel):
+    """``POST /v1/executions`` query parameters: ``wait`` seconds (clamped to 60) for the
+    answer to carry the outcome."""
+
+    model_config = ConfigDict(extra="ignore")
+    wait: float | None = Field(default=None, ge=0)
+
+
 class WaitQuery(BaseModel):
     """``GET /v1/executions/{id}/wait`` query parameters (seconds; clamped to 60)."""
 
@@ -147,10 +157,14 @@ class DefinitionList(BaseModel):
 
 
 class Started(BaseModel):
-    """The answer to ``POST /v1/executions``."""
+    """The answer to ``POST /v1/executions``; with ``?wait=S`` also ``status``, ``output`` and
+    ``error`` (``status`` is ``running``, and both null, when ``S`` seconds passed first)."""
 
     execution_id: str
     created: bool
+    status: str | None = None
+    output: Any = None
+    error: ResultError | None = None
 
 
 class ExecutionList(BaseModel):

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..decide.context import abort_cause
 from ..decide.invocation import ChildInvocation, invocation
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..store.base import ExecutionRow
-from .models import ChildLink, ExecutionDetail, ExecutionSummary, PendingSignal, Unit
+from .models import (
+    ChildLink,
+    ExecutionDetail,
+    ExecutionResult,
+    ExecutionSummary,
+    PendingSignal,
+    ResultError,
+    Unit,
+)
 
 
 def _status(state: ExecutionState) -> str:
@@ -62,6 +71,31 @@ def _summary_fields(state: ExecutionState) -> dict[str, Any]:
         "parent_id": state.parent.execution_id if state.parent else None,
         "schedule_id": state.schedule_id,
     }  # fmt: skip
+
+
+def result_of(
+    state: ExecutionState, definition: CompiledDefinition, row: ExecutionRow | None = None
+) -> ExecutionResult:
+    """The ``wait`` answer of a finished run (its summary from ``row`` when given: the stored
+    row keeps the first run's start time)."""
+    fields = row_summary(row).model_dump() if row is not None else _summary_fields(state)
+    return ExecutionResult(**fields, output=state.output, error=terminal_error(state, definition))
+
+
+def terminal_error(state: ExecutionState, definition: CompiledDefinition) -> ResultError | None:
+    """Why a finished run did not complete: its failure, or the cancel or timeout that ended
+    it (the error its handlers saw); None while it runs or once it completed."""
+    if state.status == "failed" and state.error is not None:
+        found = state.error
+    elif state.status in ("cancelled", "timed_out"):
+        cause = abort_cause(state, definition)
+        if cause is None:  # a history always marks why it aborted; say what is known
+            code = "CANCELLED" if state.status == "cancelled" else "TIMED_OUT"
+            return ResultError(code=code, message=state.status.replace("_", " "))
+        found = cause.error
+    else:
+        return None
+    return ResultError(code=found.code, message=found.message, details=found.details)
 
 
 def describe(

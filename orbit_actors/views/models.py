@@ -28,6 +28,23 @@ class ExecutionSummary(BaseModel):
     schedule_id: str | None
 
 
+class ResultError(BaseModel):
+    """How a finished execution ended when it did not complete: the terminal event's ``{code,
+    message, details?}`` (``CANCELLED`` with the reason, ``TIMED_OUT`` for the run timeout)."""
+
+    code: str
+    message: str
+    details: dict[str, Any] | None = Field(default=None, exclude_if=_absent)
+
+
+class ExecutionResult(ExecutionSummary):
+    """The ``wait`` answer: the summary with the output (completed) or the error (failed,
+    cancelled, timed out); both null while it runs."""
+
+    output: Any = None
+    error: ResultError | None = None
+
+
 class Unit(BaseModel):
     """One unit of an execution's detail."""
 

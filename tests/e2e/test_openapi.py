@@ -54,7 +54,7 @@ def test_answers_match_their_documented_models(live: httpx.Client) -> None:
     m.ExecutionDetail.model_validate(
         live.post(f"/v1/executions/{execution_id}/cancel", json={}).json()
     )
-    m.ExecutionSummary.model_validate(live.get(f"/v1/executions/{execution_id}/wait").json())
+    m.ExecutionResult.model_validate(live.get(f"/v1/executions/{execution_id}/wait").json())
     m.WorkerList.model_validate(live.get("/v1/workers").json())
     m.TaskAck.model_validate(live.post("/v1/tasks/x@y/complete", json={}).json())
     m.ErrorBody.model_validate(live.get("/v1/executions/nope").json())
