@@ -2,11 +2,20 @@
 WebSocket; executions started and awaited through the HTTP API.
 
     python bench/e2e.py [--executions 2000] [--in-flight 200] [--idle 200]
+    python bench/e2e.py --burst 500 [--idle 200]
 
 Prints executions/s and start-to-complete latency (p50/p99) for ``--executions`` executions of
 a 3-step no-op workflow with ``--in-flight`` at once, the server's CPU per execution, and the
-latency of one execution at a time on an idle server (p50/p99 over ``--idle``). Bounded in time
-(every wait has a timeout). Ends with one JSON line.
+latency of one execution at a time on an idle server (p50/p99 over ``--idle``), driven by a lean
+hand-written keep-alive client. Bounded in time (every wait has a timeout). Ends with one JSON
+line.
+
+``--burst N`` measures the way an ordinary client loads Orbit instead: httpx's ``AsyncClient``,
+N executions submitted at once (one connection per request in flight), each one
+``POST /v1/executions?wait=60`` whose answer carries the output, checked; then the same burst as
+start + ``GET …/wait`` (two requests); then one execution at a time with the same client. Ends
+with the JSON line ``{burst_one_request_exec_per_s, burst_start_wait_exec_per_s,
+burst_server_cpu_ms_per_exec, burst_idle_p50_ms}``.
 """
 
 from __future__ import annotations
@@ -134,6 +143,66 @@ async def idle(url: str, count: int) -> list[float]:
     return latencies
 
 
+async def one_request(client: httpx.AsyncClient, n: int) -> None:
+    """Start an execution and get its output in one request."""
+    answer = await client.post(
+        "/v1/executions", params={"wait": 60}, json={"workflow": "noop3", "input": {"n": n}}
+    )
+    body = answer.json()
+    assert body["status"] == "completed" and body["output"] == {"n": n}, body
+
+
+async def start_then_wait(client: httpx.AsyncClient, n: int) -> None:
+    """Start an execution, then wait for its output: two requests."""
+    started = await client.post("/v1/executions", json={"workflow": "noop3", "input": {"n": n}})
+    execution_id = started.json()["execution_id"]
+    done = await client.get(f"/v1/executions/{execution_id}/wait", params={"timeout": 60})
+    body = done.json()
+    assert body["status"] == "completed" and body["output"] == {"n": n}, body
+
+
+async def burst(url: str, total: int, path: Any) -> float:
+    """Executions/s with ``total`` executions submitted at once by httpx's AsyncClient."""
+    limits = httpx.Limits(max_connections=total, max_keepalive_connections=total)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client:
+        began = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for n in range(total):
+                nursery.start_soon(path, client, n)
+        return total / (time.perf_counter() - began)
+
+
+async def burst_idle(url: str, count: int) -> list[float]:
+    """Latencies of one execution at a time (one request each) with httpx's AsyncClient."""
+    latencies: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        for n in range(count):
+            began = time.perf_counter()
+            await one_request(client, n)
+            latencies.append(time.perf_counter() - began)
+    return latencies
+
+
+def run_burst(url: str, server_pid: int, total: int, idle_count: int) -> None:
+    """The ``--burst`` measurements (see the module docstring)."""
+    trio.run(burst, url, min(total, 100), one_request)  # warm up
+    cpu_before = cpu_seconds(server_pid)
+    one_rate = trio.run(burst, url, total, one_request)
+    cpu_ms = (cpu_seconds(server_pid) - cpu_before) * 1000 / total
+    two_rate = trio.run(burst, url, total, start_then_wait)
+    quiet = trio.run(burst_idle, url, idle_count)
+    idle_p50 = percentile(quiet, 0.5) * 1000
+    print(f"burst of {total}, one request each: {one_rate:,.0f} executions/s, "
+          f"server CPU {cpu_ms:.2f} ms per execution")  # fmt: skip
+    print(f"burst of {total}, start + wait: {two_rate:,.0f} executions/s")
+    print(f"one at a time, one request each ({idle_count}): p50 {idle_p50:.1f} ms")
+    print(json.dumps({
+        "burst_one_request_exec_per_s": round(one_rate),
+        "burst_start_wait_exec_per_s": round(two_rate),
+        "burst_server_cpu_ms_per_exec": round(cpu_ms, 3), "burst_idle_p50_ms": round(idle_p50, 2),
+    }))  # fmt: skip
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -144,6 +213,7 @@ def main() -> None:
     parser.add_argument("--executions", type=int, default=2000)
     parser.add_argument("--in-flight", type=int, default=200)
     parser.add_argument("--idle", type=int, default=200)
+    parser.add_argument("--burst", type=int, default=0, help="N executions at once, httpx")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         server, url = start_server(Path(folder))
@@ -156,6 +226,9 @@ def main() -> None:
                 f"{url}/v1/definitions", content=THREE, headers={"content-type": "application/yaml"}
             ).raise_for_status()
             trio.run(load, url, 100, 50)  # warm up (and wait for the worker to register)
+            if args.burst:
+                run_burst(url, server.pid, args.burst, args.idle)
+                return
             cpu_before = cpu_seconds(server.pid)
             worker_before, client_before = cpu_seconds(worker.pid), time.process_time()
             rate, latencies = trio.run(load, url, args.executions, args.in_flight)

@@ -37,3 +37,14 @@ def test_bench_e2e_prints_its_json_line() -> None:
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert {"exec_per_s", "p50_ms", "p99_ms", "server_cpu_ms_per_exec", "idle_p50_ms",
             "idle_p99_ms"} <= set(line)  # fmt: skip
+
+
+def test_bench_e2e_burst_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "e2e.py"), "--burst", "20", "--idle", "3"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(line) == {"burst_one_request_exec_per_s", "burst_start_wait_exec_per_s",
+                         "burst_server_cpu_ms_per_exec", "burst_idle_p50_ms"}  # fmt: skip
