@@ -1,7 +1,12 @@
-"""Callers waiting for executions to finish, woken by the actor's end (not by polling)."""
+"""Callers waiting for executions to finish, woken by the actor's end (not by polling), and the
+answers of the executions that finished last, kept so a ``wait`` that comes just after the end
+(the usual start-then-wait of a short workflow) costs no store read and no replay. A finished
+execution's answer never changes, so this is a memo of a fact, not a copy of state to keep in
+step."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import trio
@@ -22,17 +27,25 @@ class _Waiter:
     result: ExecutionResult | None = None
 
 
-class Waiters:
-    """Who waits for which execution. An execution with no waiter costs nothing here."""
+RECENT = 4096  # answers of the executions that finished last (about 1 KB each)
 
-    def __init__(self, registry: Registry, load: Loader) -> None:
+
+class Waiters:
+    """Who waits for which execution, and the latest answers (see the module docstring)."""
+
+    def __init__(self, registry: Registry, load: Loader, recent: int = RECENT) -> None:
         self._registry = registry
         self._load = load
         self.pending: dict[str, _Waiter] = {}
+        self._recent: OrderedDict[str, ExecutionResult] = OrderedDict()
+        self._keep = recent
 
     async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
         """The summary with the output or error once the execution has finished; raises
         WaitTimeoutError or ExecutionNotFoundError."""
+        known = self._recent.get(execution_id)
+        if known is not None:
+            return await self._with_first_start(known)
         waiter = self.pending.get(execution_id)
         if waiter is None:
             waiter = self.pending[execution_id] = _Waiter()  # before reading: no gap
@@ -52,16 +65,24 @@ class Waiters:
             raise WaitTimeoutError(
                 f"execution `{execution_id}` is still running after {timeout:g} s"
             )
-        if waiter.result.run > 1:  # the stored row keeps the first run's start time
-            row = await self._registry.row(execution_id)
-            return waiter.result.model_copy(update={"started_at_ms": row.started_at_ms})
-        return waiter.result
+        return await self._with_first_start(waiter.result)
+
+    async def _with_first_start(self, result: ExecutionResult) -> ExecutionResult:
+        if result.run == 1:
+            return result
+        row = await self._registry.row(result.execution_id)  # it keeps the first run's start
+        return result.model_copy(update={"started_at_ms": row.started_at_ms})
 
     def finished(self, state: ExecutionState, definition: CompiledDefinition) -> None:
-        """``state``'s execution ended: wake whoever waits for it."""
+        """``state``'s execution ended: wake whoever waits for it, and keep its answer."""
+        result = result_of(state, definition)
+        recent = self._recent
+        recent[state.execution_id] = result
+        if len(recent) > self._keep:
+            recent.popitem(last=False)
         waiter = self.pending.pop(state.execution_id, None)
         if waiter is not None:
-            waiter.result = result_of(state, definition)
+            waiter.result = result
             waiter.done.set()
 
     def _drop(self, execution_id: str, waiter: _Waiter) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..decide.context import abort_cause
-from ..decide.invocation import ChildInvocation, invocation
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..store.base import ExecutionRow
@@ -19,6 +18,8 @@ from .models import (
     ResultError,
     Unit,
 )
+
+CHILD_SESSION = "child:"  # a workflow unit is dispatched to the pseudo session child:<child id>
 
 
 def _status(state: ExecutionState) -> str:
@@ -118,9 +119,9 @@ def describe(
             dispatched_at_ms=unit.dispatched_at_ms, deadline_ms=unit.deadline_ms,
             error=unit.error,
         ))  # fmt: skip
-        found = invocation(state, definition, unit.key) if unit.session else None
-        if isinstance(found, ChildInvocation):
-            children.append(ChildLink(key=unit.key, execution_id=found.execution_id))
+        session = unit.session
+        if session is not None and session.startswith(CHILD_SESSION):  # names the child
+            children.append(ChildLink(key=unit.key, execution_id=session[len(CHILD_SESSION) :]))
     pending = [
         PendingSignal(seq=seq, name=state.signals[seq].name)
         for seq in sorted(s for queue in state.undelivered.values() for s in queue)
