@@ -38,17 +38,21 @@ SUMMARY = {"execution_id", "workflow", "version", "status", "run", "started_at_m
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+def results_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     folder: Path = tmp_path_factory.mktemp("results")
     server = ServerProcess(folder).start()
     worker = WorkerProcess(server, "results-worker")
-    with httpx.Client(base_url=server.url, timeout=90) as client:
-        for source in (ECHO3, BREAKS, WAITS, SLOW):
-            headers = {"content-type": "application/yaml"}
-            assert client.post("/v1/definitions", content=source, headers=headers).is_success
-        yield client
+    for source in (ECHO3, BREAKS, WAITS, SLOW):
+        server.client().deploy(source)
+    yield server
     worker.stop()
     server.stop()
+
+
+@pytest.fixture
+def api(results_server: ServerProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=results_server.url, timeout=90) as client:
+        yield client
 
 
 def start(api: httpx.Client, workflow: str, wait: float | None = None, **body: Any) -> Any:
@@ -129,3 +133,16 @@ def test_a_refused_start_with_wait_answers_the_refusal(api: httpx.Client) -> Non
     assert answer.status_code == 404 and answer.json()["error"]["code"] == "WORKFLOW_NOT_FOUND"
     negative = start(api, "three", wait=-1)
     assert negative.status_code == 400 and negative.json()["error"]["code"] == "INVALID_REQUEST"
+
+
+def test_the_python_client_gets_a_result_in_one_call(results_server: ServerProcess) -> None:
+    with results_server.client() as client:
+        answer = client.start("three", input={"n": 2}, execution_id="by-client", wait=60)
+        assert (answer["status"], answer["output"]) == ("completed", {"n": 2})
+        client.start("waits", execution_id="by-client-later")
+        client.signal("by-client-later", "go", None)
+        result = client.result("by-client-later", timeout=30)
+        assert (result["status"], result["error"]) == ("completed", None)
+        assert result["output"] == client.describe("by-client-later")["output"]
+        failed = client.result(client.start("breaks")["execution_id"], timeout=30)
+        assert failed["status"] == "failed" and failed["error"]["code"] == "BROKEN"
