@@ -16,20 +16,10 @@ import json
 import time
 
 import trio
+from runtime import THREE  # bench/runtime.py's workflow (a script's folder is on sys.path)
 
 from orbit_actors.runtime import Runtime, RuntimeConfig, open_runtime, tune_gc
 from orbit_actors.testing import FakeWorker, MemoryStore
-
-THREE = """
-workflow: three
-version: 1.0.0
-tasks: {t: {version: "1"}}
-steps:
-  - {id: a, task: t, input: {n: "${input.n}"}}
-  - {id: b, task: t, input: {n: "${steps.a.output.n}"}}
-  - {id: c, task: t, input: {n: "${steps.b.output.n}"}}
-output: {n: "${steps.c.output.n}"}
-"""
 
 
 async def run(runtime: Runtime, prefix: str, total: int) -> float:

@@ -20,7 +20,14 @@ import trio
 from ..decide import transitions as pure
 from ..decide.decider import decide_to_fixpoint, next_wakeup
 from ..decide.effects import Effects, effects_of
-from ..decide.invocation import ChildInvocation, HttpInvocation, TaskInvocation, invocation
+from ..decide.invocation import (
+    CHILD_SESSION,
+    ChildInvocation,
+    HttpInvocation,
+    TaskInvocation,
+    child_session,
+    invocation,
+)
 from ..decide.query import evaluate_query
 from ..errors import OrbitError, StorageError
 from ..history.apply import apply, replay
@@ -364,7 +371,7 @@ class ExecutionActor:
         for unit in units:
             token = new_token(self.execution_id)
             session = (
-                f"child:{unit.execution_id}"
+                child_session(unit.execution_id)
                 if isinstance(unit, ChildInvocation)
                 else f"builtin:{self.ports.instance_id}"
             )
@@ -415,7 +422,7 @@ class ExecutionActor:
                 await self._advance(
                     pure.attempt_uncertain(self.state, token, RESTARTED, self._now())
                 )
-        elif session.startswith("child:"):
+        elif session.startswith(CHILD_SESSION):
             if isinstance(found, ChildInvocation):
                 self.ports.start_child(self.state, found)
         elif isinstance(found, TaskInvocation):

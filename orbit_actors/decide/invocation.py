@@ -117,6 +117,15 @@ def output_schema(definition: CompiledDefinition, unit: Unit) -> tuple[str, Sche
     return None if schema is None else (task, schema)
 
 
+CHILD_SESSION = "child:"
+"""A workflow unit is dispatched to the pseudo session ``child:<child execution id>``."""
+
+
+def child_session(child_id: str) -> str:
+    """The pseudo session a unit waiting for child ``child_id`` is dispatched to."""
+    return CHILD_SESSION + child_id
+
+
 def child_execution_id(parent_id: str, run: int, unit_key: str) -> str:
     """``<parent_id>.<unit key>`` with ``[i]`` as ``.i`` and ``handler:`` as ``handler.``; from
     run 2 on, the parent part is ``<parent_id>.run<N>``."""

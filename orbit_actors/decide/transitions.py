@@ -23,7 +23,7 @@ from ..history.state import ExecutionState, Unit
 from ..ir.plan import CompiledDefinition
 from ..ir.schema import Schema, SchemaViolation, json_type_of, validate
 from .context import abort_cause, error, payload_bytes
-from .invocation import output_schema, unit_timeout_ms
+from .invocation import child_session, output_schema, unit_timeout_ms
 
 EXECUTION_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 
@@ -284,7 +284,7 @@ def child_finished(
     failure saying how the child ended. Only the child the unit was dispatched to resolves it:
     the child of an earlier run (same unit key, another id) is ignored."""
     unit = state.units.get(key)
-    if state.finished or unit is None or unit.resolved or unit.session != f"child:{child_id}":
+    if state.finished or unit is None or unit.resolved or unit.session != child_session(child_id):
         return []
     seq = state.last_seq + 1
     if status == "completed":
@@ -321,7 +321,7 @@ def child_start_failed(
     unit = state.units.get(key)
     if state.finished or unit is None or unit.resolved:
         return []
-    if child_id is not None and unit.session != f"child:{child_id}":
+    if child_id is not None and unit.session != child_session(child_id):
         return []
     failure = error("CHILD_START_FAILED", message)
     return [

@@ -91,14 +91,8 @@ class Registry:
         """Send without waiting (nothing happens for an execution not live here); a full mailbox
         gets the command from a task that waits for room."""
         mailbox = self.mailbox(execution_id)
-        if mailbox is None:
-            return
-        try:
-            mailbox.send_nowait(command)
-        except MailboxFullError:
-            self._nursery.start_soon(self._send_later, mailbox, command)
-        except ActorGoneError:
-            pass
+        if mailbox is not None:
+            self._deliver(mailbox, command)
 
     async def request(self, execution_id: str, command: Command) -> Any:
         """Send a request and wait for its answer. Raises QuarantinedError, the answer's error,
@@ -146,13 +140,7 @@ class Registry:
         command = cmd.OfferDispatch(
             offer.key, offer.attempt, token, offer.worker_id, offer.session_id
         )
-        try:
-            mailbox.send_nowait(command)
-        except MailboxFullError:
-            self._nursery.start_soon(self._send_later, mailbox, command)
-        except ActorGoneError:
-            return None
-        return token
+        return token if self._deliver(mailbox, command) else None
 
     async def report_result(
         self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None
@@ -188,6 +176,17 @@ class Registry:
         """Cancel an execution, if it still runs."""
         with suppress(OrbitError):  # already finished, or never started
             await self.request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
+
+    def _deliver(self, mailbox: Mailbox[Command], command: Command) -> bool:
+        """Queue ``command`` now, or from a task that waits while the mailbox is full; False
+        when the actor is gone."""
+        try:
+            mailbox.send_nowait(command)
+        except MailboxFullError:
+            self._nursery.start_soon(self._send_later, mailbox, command)
+        except ActorGoneError:
+            return False
+        return True
 
     @staticmethod
     async def _send_later(mailbox: Mailbox[Command], command: Command) -> None:

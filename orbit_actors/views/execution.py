@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..decide.context import abort_cause
+from ..decide.invocation import CHILD_SESSION
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..store.base import ExecutionRow
@@ -18,8 +19,6 @@ from .models import (
     ResultError,
     Unit,
 )
-
-CHILD_SESSION = "child:"  # a workflow unit is dispatched to the pseudo session child:<child id>
 
 
 def _status(state: ExecutionState) -> str:

@@ -19,6 +19,12 @@ steps:
   - {id: c, task: echo, input: {n: "${steps.b.output.n}"}}
 output: {n: "${steps.c.output.n}"}
 """
+BREAKS = """
+workflow: breaks
+version: 1.0.0
+tasks: {fail: {version: "1"}}
+steps: [{id: f, task: fail, input: {code: BROKEN}}]
+"""
 
 
 @pytest.fixture

@@ -7,15 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .conftest import BREAKS as FAILS
 from .conftest import ECHO3
 from .harness import ROOT, ServerProcess, WorkerProcess
 
-FAILS = """
-workflow: breaks
-version: 1.0.0
-tasks: {fail: {version: "1"}}
-steps: [{id: f, task: fail, input: {code: BROKEN}}]
-"""
 WAITS = """
 workflow: waits
 version: 1.0.0

@@ -11,15 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import ECHO3
+from .conftest import BREAKS, ECHO3
 from .harness import ServerProcess, WorkerProcess
 
-BREAKS = """
-workflow: breaks
-version: 1.0.0
-tasks: {fail: {version: "1"}}
-steps: [{id: f, task: fail, input: {code: BROKEN}}]
-"""
 WAITS = """
 workflow: waits
 version: 1.0.0

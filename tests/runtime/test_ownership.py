@@ -19,14 +19,17 @@ ONE_STEP = workflow("steps: [{id: a, task: t, input: {n: 1}}]\n")
 
 
 class GatedStore(MemoryStore):
-    """A memory store whose commits wait at a gate while ``gate`` is set."""
+    """A memory store that counts the commits of execution histories; they wait at a gate
+    while ``gate`` is set."""
 
     def __init__(self) -> None:
         super().__init__()
         self.gate: trio.Event | None = None
         self.waiting = trio.Event()
+        self.history_commits = 0
 
     async def commit(self, commit: Commit) -> None:
+        self.history_commits += 1
         gate = self.gate
         if gate is not None:
             self.waiting.set()
@@ -63,22 +66,10 @@ THREE_STEPS = workflow(
 )
 
 
-class CountingStore(MemoryStore):
-    """A memory store that counts the commits of execution histories."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.history_commits = 0
-
-    async def commit(self, commit: Commit) -> None:
-        self.history_commits += 1
-        await super().commit(commit)
-
-
 async def test_a_one_slot_worker_gets_the_next_task_in_the_commit_of_the_last_result(
     autojump_clock: MockClock,
 ) -> None:
-    store = CountingStore()
+    store = GatedStore()
     async with open_runtime(store, RuntimeConfig()) as runtime, trio.open_nursery() as nursery:
         await runtime.register_definition(THREE_STEPS)
         worker = FakeWorker(runtime, "single", concurrency=1)
