@@ -23,8 +23,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
+from orbit_actors.api.models import ExecutionResult
 from orbit_actors.cli_api import deploy_paths
-from orbit_actors.client import Client
+from orbit_actors.client import ApiError, Client
 
 HERE = Path(__file__).resolve().parent
 WORKFLOWS = {
@@ -79,7 +80,7 @@ def example_input(name: str) -> Any:
     return json.loads((HERE / "inputs" / f"{name}.json").read_text())
 
 
-def follow(client: Client, name: str, execution_id: str) -> dict[str, Any]:
+def follow(client: Client, name: str, execution_id: str) -> ExecutionResult:
     """Wait for the end, sending the approval's decision once it is asked for."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -89,8 +90,8 @@ def follow(client: Client, name: str, execution_id: str) -> dict[str, Any]:
             name = ""
         try:
             return client.wait(execution_id, timeout=1)
-        except Exception as exc:  # WAIT_TIMEOUT: look again
-            if getattr(exc, "code", "") != "WAIT_TIMEOUT":
+        except ApiError as exc:  # WAIT_TIMEOUT: look again
+            if exc.code != "WAIT_TIMEOUT":
                 raise
     raise SystemExit(f"{execution_id} did not finish in time")
 
@@ -106,17 +107,16 @@ def main() -> int:
         with Client(url) as client:
             deploy_paths(client, sorted(HERE.glob("*.yaml")), quiet=True)
             workflow = WORKFLOWS[args.example]
-            execution_id = client.start(workflow, input=example_input(args.example))["execution_id"]
+            execution_id = client.start(workflow, input=example_input(args.example)).execution_id
             print(f"started  {workflow}  {execution_id}")
-            summary = follow(client, args.example, execution_id)
-            detail = client.describe(execution_id)
-            print(f"\n{execution_id}: {summary['status']}  (run {summary['run']})")
-            for event in client.history(execution_id)["events"]:
+            result = follow(client, args.example, execution_id)
+            print(f"\n{execution_id}: {result.status}  (run {result.run})")
+            for event in client.history(execution_id).events:
                 step = event.get("step", "")
                 print(f"  {event['seq']:>3}  {event['type']:<22} {step}")
-            result = detail["output"] if summary["status"] == "completed" else detail["error"]
-            print(json.dumps(result, indent=2))
-            return 0 if summary["status"] == "completed" else 1
+            shown = result.output if result.status == "completed" else result.model_dump()["error"]
+            print(json.dumps(shown, indent=2))
+            return 0 if result.status == "completed" else 1
     finally:
         worker.terminate()
         server.terminate()

@@ -2,8 +2,9 @@
 
 The pure core: :mod:`orbit_actors.ir` (definitions), :mod:`orbit_actors.history` (events and
 state) and :mod:`orbit_actors.decide` (the decider). Errors: :mod:`orbit_actors.errors`. The
-worker SDK (:class:`Worker`, :class:`TaskContext`, :class:`TaskFailed`) and the API client
-(:class:`Client`) are imported on first use, so the core does not pull in the network.
+worker SDK (:class:`Worker`, :class:`TaskContext`, :class:`TaskFailed`) and the API clients
+(:class:`Client`, :class:`AsyncClient`) are imported on first use, so the core does not pull in
+the network.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,7 @@ from .errors import DefinitionError, OrbitError, Problem
 from .ir import CompiledDefinition, compile_ir, compile_source
 
 if TYPE_CHECKING:
-    from .client import ApiError, Client
+    from .client import ApiError, AsyncClient, Client
     from .worker import TaskContext, TaskFailed, Worker
 
 _LAZY = {
@@ -21,6 +22,7 @@ _LAZY = {
     "TaskContext": "worker",
     "TaskFailed": "worker",
     "Client": "client",
+    "AsyncClient": "client",
     "ApiError": "client",
 }
 
@@ -35,6 +37,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ApiError",
+    "AsyncClient",
     "Client",
     "CompiledDefinition",
     "DefinitionError",

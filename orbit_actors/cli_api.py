@@ -14,6 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
+from .api.models import DefinitionRegistered, ExecutionResult, Schedule
 from .client import ApiError, Client
 from .errors import DefinitionError
 from .ir import Definition, load_definition
@@ -134,11 +137,13 @@ def _api(function: Any) -> Any:
 def _deploy_files(client: Client, args: argparse.Namespace) -> int:
     answers = deploy_paths(client, args.files, quiet=args.json)
     if args.json:
-        print(json.dumps(answers, indent=2))
+        print(json.dumps([_plain(answer) for answer in answers], indent=2))
     return 0
 
 
-def deploy_paths(client: Client, paths: list[Path], *, quiet: bool = False) -> list[Any]:
+def deploy_paths(
+    client: Client, paths: list[Path], *, quiet: bool = False
+) -> list[DefinitionRegistered]:
     """Check every file, then register them children first; returns the API's answers. A
     file with problems prints them and deploys nothing (ApiError ``INVALID_IR``)."""
     loaded: list[tuple[Path, Definition, str]] = []
@@ -162,9 +167,9 @@ def deploy_paths(client: Client, paths: list[Path], *, quiet: bool = False) -> l
         answer = client.deploy(text)
         answers.append(answer)
         if not quiet:
-            what = "created" if answer["created"] else "unchanged"
-            name = f"{answer['name']}@{answer['version']}"
-            print(f"{what:9}  {name:28}  {answer['definition_hash'][:12]}  {path}")
+            what = "created" if answer.created else "unchanged"
+            name = f"{answer.name}@{answer.version}"
+            print(f"{what:9}  {name:28}  {answer.definition_hash[:12]}  {path}")
     return answers
 
 
@@ -180,25 +185,25 @@ def _start_execution(client: Client, args: argparse.Namespace) -> int:
     answer = client.start(
         args.workflow, input=value, version=args.version, execution_id=args.execution_id
     )
-    execution_id = answer["execution_id"]
+    execution_id = answer.execution_id
     if not args.wait:
-        print(json.dumps(answer) if args.json else execution_id)
+        print(json.dumps(_plain(answer)) if args.json else execution_id)
         return 0
     final = _follow(client, execution_id, args.timeout, quiet=args.json)
     if args.json:
-        print(json.dumps(client.describe(execution_id), indent=2))
+        print(json.dumps(_plain(client.describe(execution_id)), indent=2))
     else:
-        print(f"{execution_id}: {final['status']}")
-        shown = final["output"] if final["status"] == "completed" else final["error"]
+        print(f"{execution_id}: {final.status}")
+        shown = final.output if final.status == "completed" else _plain(final.error)
         if shown is not None:
             print(json.dumps(shown, indent=2))
-    return 0 if final["status"] == "completed" else 1
+    return 0 if final.status == "completed" else 1
 
 
 _start = _api(_start_execution)
 
 
-def _follow(client: Client, execution_id: str, timeout: float, quiet: bool) -> dict[str, Any]:
+def _follow(client: Client, execution_id: str, timeout: float, quiet: bool) -> ExecutionResult:
     """Wait in short long-polls, printing each step as it resolves."""
     deadline = time.monotonic() + timeout
     shown: set[str] = set()
@@ -212,9 +217,9 @@ def _follow(client: Client, execution_id: str, timeout: float, quiet: bool) -> d
             if exc.code != "WAIT_TIMEOUT":
                 raise
         if not quiet:
-            for unit in client.describe(execution_id)["units"]:
-                line = f"  {unit['key']:30} {unit['status']}"
-                if unit["status"] in ("succeeded", "failed", "skipped") and line not in shown:
+            for unit in client.describe(execution_id).units:
+                line = f"  {unit.key:30} {unit.status}"
+                if unit.status in ("succeeded", "failed", "skipped") and line not in shown:
                     shown.add(line)
                     print(line, file=sys.stderr)
 
@@ -223,27 +228,27 @@ def _show_execution(client: Client, args: argparse.Namespace) -> int:
     if args.history or args.run_number is not None:
         history = client.history(args.execution_id, args.run_number)
         if args.json:
-            print(json.dumps(history, indent=2))
+            print(json.dumps(_plain(history), indent=2))
             return 0
         rows = [[str(e["seq"]), _time(e.get("timestamp_ms")), e["type"], _event_detail(e)]
-                for e in history["events"]]  # fmt: skip
-        print(f"{history['execution_id']}  run {history['run']}")
+                for e in history.events]  # fmt: skip
+        print(f"{history.execution_id}  run {history.run}")
         _table(["seq", "time", "event", "detail"], rows)
         return 0
     detail = client.describe(args.execution_id)
     if args.json:
-        print(json.dumps(detail, indent=2))
+        print(json.dumps(_plain(detail), indent=2))
         return 0
-    flag = "  QUARANTINED" if detail.get("quarantined") else ""
-    name = f"{detail['workflow']}@{detail['version']}"
-    print(f"{detail['execution_id']}  {name}  {detail['status']}  run {detail['run']}{flag}")
-    units = [[u["key"], u["status"], str(u["attempt"]), u.get("worker_id") or "",
-              (u.get("error") or {}).get("code", "")] for u in detail["units"]]  # fmt: skip
+    flag = "  QUARANTINED" if detail.quarantined else ""
+    name = f"{detail.workflow}@{detail.version}"
+    print(f"{detail.execution_id}  {name}  {detail.status}  run {detail.run}{flag}")
+    units = [[u.key, u.status, str(u.attempt), u.worker_id or "", u.error.code if u.error else ""]
+             for u in detail.units]  # fmt: skip
     _table(["unit", "status", "attempt", "worker", "error"], units)
-    if detail["status"] == "completed":
-        print("output:", json.dumps(detail["output"]))
-    elif detail["error"]:
-        print("error:", json.dumps(detail["error"]))
+    if detail.status == "completed":
+        print("output:", json.dumps(detail.output))
+    elif detail.error:
+        print("error:", json.dumps(_plain(detail.error)))
     return 0
 
 
@@ -253,12 +258,12 @@ _show = _api(_show_execution)
 def _list_executions(client: Client, args: argparse.Namespace) -> int:
     page = client.executions(status=args.status, workflow=args.workflow, limit=args.limit)
     if args.json:
-        print(json.dumps(page, indent=2))
+        print(json.dumps(_plain(page), indent=2))
         return 0
     rows = [
-        [e["execution_id"], f"{e['workflow']}@{e['version']}", e["status"],
-         _time(e["started_at_ms"]), _time(e["closed_at_ms"])]
-        for e in page["executions"]
+        [e.execution_id, f"{e.workflow}@{e.version}", e.status, _time(e.started_at_ms),
+         _time(e.closed_at_ms)]
+        for e in page.executions
     ]  # fmt: skip
     _table(["execution", "workflow", "status", "started", "closed"], rows)
     return 0
@@ -270,11 +275,11 @@ _list = _api(_list_executions)
 def _list_workers(client: Client, args: argparse.Namespace) -> int:
     workers = client.workers()
     if args.json:
-        print(json.dumps({"workers": workers}, indent=2))
+        print(json.dumps({"workers": [_plain(w) for w in workers]}, indent=2))
         return 0
-    rows = [[w["worker_id"], "online" if w["online"] else "offline", str(w["inflight"]),
-             ", ".join(f"{c['task_name']}@{c['contract_version']}" for c in w["contracts"]),
-             _time(w["last_seen_ms"])] for w in workers]  # fmt: skip
+    rows = [[w.worker_id, "online" if w.online else "offline", str(w.inflight),
+             ", ".join(f"{c['task_name']}@{c['contract_version']}" for c in w.contracts),
+             _time(w.last_seen_ms)] for w in workers]  # fmt: skip
     _table(["worker", "state", "inflight", "contracts", "last seen"], rows)
     return 0
 
@@ -302,7 +307,11 @@ _query = _api(_run_query)
 
 def _cancel_execution(client: Client, args: argparse.Namespace) -> int:
     detail = client.cancel(args.execution_id, args.reason)
-    print(json.dumps(detail, indent=2) if args.json else f"{args.execution_id}: cancel requested")
+    print(
+        json.dumps(_plain(detail), indent=2)
+        if args.json
+        else f"{args.execution_id}: cancel requested"
+    )
     return 0
 
 
@@ -311,7 +320,7 @@ _cancel = _api(_cancel_execution)
 
 def _resume_execution(client: Client, args: argparse.Namespace) -> int:
     detail = client.resume(args.execution_id)
-    print(json.dumps(detail, indent=2) if args.json else f"{args.execution_id}: resumed")
+    print(json.dumps(_plain(detail), indent=2) if args.json else f"{args.execution_id}: resumed")
     return 0
 
 
@@ -325,9 +334,9 @@ def _create_schedule(client: Client, args: argparse.Namespace) -> int:
         overlap=args.overlap, paused=args.paused,
     )  # fmt: skip
     if args.json:
-        print(json.dumps(answer, indent=2))
+        print(json.dumps(_plain(answer), indent=2))
         return 0
-    print(f"{args.schedule_id}: {'created' if answer['created'] else 'unchanged'}")
+    print(f"{args.schedule_id}: {'created' if answer.created else 'unchanged'}")
     _print_schedule(answer)
     return 0
 
@@ -335,11 +344,11 @@ def _create_schedule(client: Client, args: argparse.Namespace) -> int:
 def _list_schedules(client: Client, args: argparse.Namespace) -> int:
     schedules = client.schedules()
     if args.json:
-        print(json.dumps({"schedules": schedules}, indent=2))
+        print(json.dumps({"schedules": [_plain(s) for s in schedules]}, indent=2))
         return 0
-    rows = [[s["schedule_id"], s["cron"], s["timezone"], s["workflow"],
-             "paused" if s["paused"] else "active", _time(_first(s["next_occurrences_ms"])),
-             _first(s["last_execution_ids"]) or ""] for s in schedules]  # fmt: skip
+    rows = [[s.schedule_id, s.cron, s.timezone, s.workflow, "paused" if s.paused else "active",
+             _time(_first(s.next_occurrences_ms)), _first(s.last_execution_ids) or ""]
+            for s in schedules]  # fmt: skip
     _table(["schedule", "cron", "timezone", "workflow", "state", "next", "last execution"], rows)
     return 0
 
@@ -347,23 +356,23 @@ def _list_schedules(client: Client, args: argparse.Namespace) -> int:
 def _show_schedule(client: Client, args: argparse.Namespace) -> int:
     schedule = client.schedule(args.schedule_id)
     if args.json:
-        print(json.dumps(schedule, indent=2))
+        print(json.dumps(_plain(schedule), indent=2))
     else:
         _print_schedule(schedule)
     return 0
 
 
-def _print_schedule(schedule: dict[str, Any]) -> None:
-    workflow = schedule["workflow"] + (f"@{schedule['version']}" if schedule["version"] else "")
-    state = "paused" if schedule["paused"] else "active"
-    print(f"{schedule['schedule_id']}  {schedule['cron']} ({schedule['timezone']})  {workflow}  "
-          f"overlap {schedule['overlap']}  {state}")  # fmt: skip
-    for ms in schedule["next_occurrences_ms"]:
+def _print_schedule(schedule: Schedule) -> None:
+    workflow = schedule.workflow + (f"@{schedule.version}" if schedule.version else "")
+    state = "paused" if schedule.paused else "active"
+    print(f"{schedule.schedule_id}  {schedule.cron} ({schedule.timezone})  {workflow}  "
+          f"overlap {schedule.overlap}  {state}")  # fmt: skip
+    for ms in schedule.next_occurrences_ms:
         print(f"  next  {_time(ms)} UTC")
-    for execution_id in schedule["last_execution_ids"]:
+    for execution_id in schedule.last_execution_ids:
         print(f"  ran   {execution_id}")
-    if schedule.get("last_error"):
-        print(f"  last error: {schedule['last_error']}")
+    if schedule.last_error:
+        print(f"  last error: {schedule.last_error}")
 
 
 def _delete_schedule(client: Client, args: argparse.Namespace) -> int:
@@ -376,13 +385,13 @@ def _delete_schedule(client: Client, args: argparse.Namespace) -> int:
 
 def _pause_schedule(client: Client, args: argparse.Namespace) -> int:
     answer = client.pause_schedule(args.schedule_id)
-    print(json.dumps(answer, indent=2) if args.json else f"{args.schedule_id}: paused")
+    print(json.dumps(_plain(answer), indent=2) if args.json else f"{args.schedule_id}: paused")
     return 0
 
 
 def _resume_schedule(client: Client, args: argparse.Namespace) -> int:
     answer = client.resume_schedule(args.schedule_id)
-    print(json.dumps(answer, indent=2) if args.json else f"{args.schedule_id}: resumed")
+    print(json.dumps(_plain(answer), indent=2) if args.json else f"{args.schedule_id}: resumed")
     return 0
 
 
@@ -397,6 +406,11 @@ def _first(values: list[Any]) -> Any:
 
 
 # -- helpers -----------------------------------------------------------------------------
+def _plain(answer: BaseModel | None) -> Any:
+    """An answer as the JSON the API sent."""
+    return None if answer is None else answer.model_dump(mode="json")
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")

@@ -197,7 +197,7 @@ def _deploy_examples(url: str, folder: Path) -> list[str]:
     files = sorted(folder.glob("*.yaml"))
     with Client(url) as client:
         answers = deploy_paths(client, files, quiet=True)
-    return [f"{a['name']}@{a['version']}" for a in answers]
+    return [f"{a.name}@{a.version}" for a in answers]
 
 
 async def _run_example_worker(url: str, folder: Path) -> None:

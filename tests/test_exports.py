@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import orbit_actors
-from orbit_actors import decide, history, ir, server, worker
+from orbit_actors import client, decide, history, ir, server, worker
 
 
 def test_the_package_exports() -> None:
     assert sorted(orbit_actors.__all__) == sorted(
         [
             "ApiError",
+            "AsyncClient",
             "Client",
             "TaskContext",
             "TaskFailed",
@@ -26,6 +27,6 @@ def test_the_package_exports() -> None:
 
 
 def test_every_export_exists() -> None:
-    for module in (orbit_actors, ir, history, decide, server, worker):
+    for module in (orbit_actors, ir, history, decide, server, worker, client):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"

@@ -17,13 +17,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..actors.schedule import ScheduleSpec
+from ..api import models as m
 from ..decide.transitions import Verdict
 from ..errors import InvalidRequestError, WaitTimeoutError
 from ..history.events import ErrorInfo, event_to_dict
 from ..runtime import Runtime
 from ..store.base import EXECUTION_STATUSES, DefinitionRecord
 from ..views import row_summary
-from . import models as m
 
 Answer = tuple[int, Any]
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .._version import __version__
-from . import models as m
+from ..api import models as m
 from .api import ENDPOINTS, Endpoint
 
 _PARAM = re.compile(r"{(\w+)}")

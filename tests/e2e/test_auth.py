@@ -120,7 +120,7 @@ def test_the_http_fallback_needs_a_worker_token_and_a_bound_one_only_reports_its
     )
     with guarded.client(ADMIN) as client:
         client.deploy(GATED)
-        execution_id = client.start("gated-auth", input={"path": str(gate)})["execution_id"]
+        execution_id = client.start("gated-auth", input={"path": str(gate)}).execution_id
         wait_until(log.exists, what="the free worker to take the task")
         token = json.loads(log.read_text().splitlines()[0])["token"]
         url = f"{guarded.url}/v1/tasks/{token}/complete"
@@ -129,7 +129,7 @@ def test_the_http_fallback_needs_a_worker_token_and_a_bound_one_only_reports_its
         forbidden = httpx.post(url, json={"output": {}}, headers=bearer(BOUND))
         assert forbidden.status_code == 403 and code(forbidden) == "FORBIDDEN"
         gate.touch()
-        assert client.wait(execution_id, timeout=30)["status"] == "completed"
+        assert client.wait(execution_id, timeout=30).status == "completed"
 
 
 def test_the_cli_and_the_sdk_pass_their_tokens(
@@ -191,7 +191,7 @@ def test_tls_with_a_certificate_made_for_the_test(
         workers.append(WorkerProcess(server, "tls-1", env={"ORBIT_CA_FILE": str(ca)}))
         with server.client(verify=str(ca)) as client:
             client.deploy(ECHO3)
-            execution_id = client.start("three", input={"n": 1})["execution_id"]
-            assert client.wait(execution_id, timeout=30)["status"] == "completed"
+            execution_id = client.start("three", input={"n": 1}).execution_id
+            assert client.wait(execution_id, timeout=30).status == "completed"
     finally:
         server.stop()

@@ -33,10 +33,10 @@ def test_orbit_dev_serves_the_examples_with_their_worker(tmp_path: Path) -> None
             url = found.group(1) if found else ""
         assert url, "orbit dev did not print its address"
         with Client(url) as client:
-            assert {d["name"] for d in client.definitions()} >= {"order-saga", "approval"}
+            assert {d.name for d in client.definitions()} >= {"order-saga", "approval"}
             order = {"order_id": "D-1", "amount": 5, "items": [{"sku": "a", "qty": 1}]}
-            execution_id = client.start("order-saga", input=order)["execution_id"]
-            assert client.wait(execution_id, timeout=60)["status"] == "completed"
+            execution_id = client.start("order-saga", input=order).execution_id
+            assert client.wait(execution_id, timeout=60).status == "completed"
         assert (tmp_path / ".orbit" / "orbit.db").exists()
     finally:
         dev.send_signal(signal.SIGINT)
@@ -84,7 +84,7 @@ def test_a_full_disk_is_storage_error_and_nothing_half_written(tmp_path: Path) -
     try:
         with restarted.client() as client:
             for done in range(index):
-                assert client.wait(f"big-{done}", timeout=10)["status"] == "completed"
+                assert client.wait(f"big-{done}", timeout=10).status == "completed"
             try:
                 client.describe(f"big-{index}")
                 raise AssertionError("the refused start was recorded")

@@ -41,7 +41,7 @@ def starts(log: Path) -> list[dict[str, Any]]:
 
 def succeeded_per_step(client: Client, execution_id: str) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for event in client.history(execution_id)["events"]:
+    for event in client.history(execution_id).events:
         if event["type"] == "StepSucceeded":
             counts[event["step"]] = counts.get(event["step"], 0) + 1
     return counts
@@ -60,14 +60,14 @@ def test_a_server_killed_under_load_finishes_every_execution_once(
             ids = [f"load-{i}" for i in range(250)]
             with ThreadPoolExecutor(8) as pool:
                 list(pool.map(lambda i: client.start("naps", input={"n": i}, execution_id=i), ids))
-            running = client.executions(status="running", limit=1000)["executions"]
+            running = client.executions(status="running", limit=1000).executions
             assert len(running) >= 200
         server.kill(signal.SIGKILL)
         server.start()
         with server.client() as client:
             for execution_id in ids:
-                assert client.wait(execution_id, timeout=60)["status"] == "completed", execution_id
-                assert client.describe(execution_id)["output"] == {"n": execution_id}
+                assert client.wait(execution_id, timeout=60).status == "completed", execution_id
+                assert client.describe(execution_id).output == {"n": execution_id}
                 assert succeeded_per_step(client, execution_id) == {"a": 1, "b": 1, "c": 1}
     finally:
         server.stop()
@@ -86,16 +86,16 @@ def test_a_worker_killed_mid_task_has_it_redelivered_to_another(
             client.deploy(GATE)
             first = WorkerProcess(server, "first", env={"E2E_LOG": str(log)})
             workers.append(first)
-            execution_id = client.start("gated", input={"path": str(gate)})["execution_id"]
+            execution_id = client.start("gated", input={"path": str(gate)}).execution_id
             wait_until(lambda: len(starts(log)) == 1, what="the first worker to take the task")
             workers.append(WorkerProcess(server, "second", env={"E2E_LOG": str(log)}))
-            wait_until(lambda: any(w["worker_id"] == "second" and w["online"] for w in client.workers()),
+            wait_until(lambda: any(w.worker_id == "second" and w.online for w in client.workers()),
                        what="the second worker to register")  # fmt: skip
             first.kill(signal.SIGKILL)
             wait_until(lambda: len(starts(log)) == 2, timeout=30, what="the redelivery")
             gate.touch()
-            assert client.wait(execution_id, timeout=30)["status"] == "completed"
-            assert client.describe(execution_id)["output"]["worker"] == "second"
+            assert client.wait(execution_id, timeout=30).status == "completed"
+            assert client.describe(execution_id).output["worker"] == "second"
     finally:
         server.stop()
     taken, again = starts(log)
@@ -112,20 +112,18 @@ def test_a_worker_holding_a_task_through_a_server_restart_reports_it_late_and_is
     with server.client() as client:
         client.deploy(GATE)
         workers.append(WorkerProcess(server, "holder", env={"E2E_LOG": str(log)}))
-        execution_id = client.start("gated", input={"path": str(gate)})["execution_id"]
+        execution_id = client.start("gated", input={"path": str(gate)}).execution_id
         wait_until(lambda: len(starts(log)) == 1, what="the worker to take the task")
     server.kill(signal.SIGKILL)
     server.start()
     with server.client() as client:
-        wait_until(
-            lambda: any(w["online"] for w in client.workers()), what="the worker to reconnect"
-        )
+        wait_until(lambda: any(w.online for w in client.workers()), what="the worker to reconnect")
         gate.touch()
-        assert client.wait(execution_id, timeout=30)["status"] == "completed"
+        assert client.wait(execution_id, timeout=30).status == "completed"
         detail = client.describe(execution_id)
-    assert detail["output"]["worker"] == "holder"
+    assert detail.output["worker"] == "holder"
     assert len(starts(log)) == 1  # resumed: no redelivery
-    assert detail["units"][0]["redelivery"] is False
+    assert detail.units[0].redelivery is False
 
 
 def test_sigterm_drains_and_a_restart_carries_on(
@@ -134,8 +132,8 @@ def test_sigterm_drains_and_a_restart_carries_on(
     with server.client() as client:
         client.deploy(NAPS)
         workers.append(WorkerProcess(server, "steady"))
-        execution_id = client.start("naps", input={"n": 1})["execution_id"]
+        execution_id = client.start("naps", input={"n": 1}).execution_id
     assert server.kill(signal.SIGTERM) == 0
     server.start()
     with server.client() as client:
-        assert client.wait(execution_id, timeout=60)["status"] == "completed"
+        assert client.wait(execution_id, timeout=60).status == "completed"

@@ -47,9 +47,9 @@ def test_an_example_runs_to_completion(
     examples_server: ServerProcess, workflow: str, inputs: str, expected: dict[str, Any] | None
 ) -> None:
     with examples_server.client() as client:
-        execution_id = client.start(workflow, input=_input(inputs))["execution_id"]
-        assert client.wait(execution_id, timeout=60)["status"] == "completed"
-        output = client.describe(execution_id)["output"]
+        execution_id = client.start(workflow, input=_input(inputs)).execution_id
+        assert client.wait(execution_id, timeout=60).status == "completed"
+        output = client.describe(execution_id).output
     for key, value in (expected or {}).items():
         assert output[key] == value
 
@@ -57,23 +57,23 @@ def test_an_example_runs_to_completion(
 def test_the_order_saga_compensates_a_declined_charge(examples_server: ServerProcess) -> None:
     order = {**_input("order_saga"), "amount": 20_000}
     with examples_server.client() as client:
-        execution_id = client.start("order-saga", input=order)["execution_id"]
+        execution_id = client.start("order-saga", input=order).execution_id
         summary = client.wait(execution_id, timeout=60)
         detail = client.describe(execution_id)
-    assert summary["status"] == "failed"
-    assert detail["error"]["code"] == "CARD_DECLINED"
-    assert any(u["step"] == "tell_ops" and u["status"] == "succeeded" for u in detail["units"])
+    assert summary.status == "failed"
+    assert detail.error is not None and detail.error.code == "CARD_DECLINED"
+    assert any(u.step == "tell_ops" and u.status == "succeeded" for u in detail.units)
 
 
 def test_the_approval_waits_for_its_signal_and_answers_its_query(
     examples_server: ServerProcess,
 ) -> None:
     with examples_server.client() as client:
-        execution_id = client.start("approval", input=_input("approval"))["execution_id"]
+        execution_id = client.start("approval", input=_input("approval")).execution_id
         assert client.query(execution_id, "status") in ("not asked yet", "waiting for a decision")
         client.signal(execution_id, "decision", {"approved": True, "by": "grace"})
-        assert client.wait(execution_id, timeout=60)["status"] == "completed"
-        output = client.describe(execution_id)["output"]
+        assert client.wait(execution_id, timeout=60).status == "completed"
+        output = client.describe(execution_id).output
         assert client.query(execution_id, "status") == "approved by grace"
     assert output["approved"] is True and output["po_number"].startswith("po-")
 
@@ -99,8 +99,8 @@ def test_the_webhook_example_posts_through_the_builtin_http_adapter(
     try:
         with examples_server.client() as client:
             started = client.start("webhook", input={"url": url, "event": {"kind": "ping"}})
-            assert client.wait(started["execution_id"], timeout=60)["status"] == "completed"
-            output = client.describe(started["execution_id"])["output"]
+            assert client.wait(started.execution_id, timeout=60).status == "completed"
+            output = client.describe(started.execution_id).output
     finally:
         httpd.shutdown()
     assert output["status"] == 200

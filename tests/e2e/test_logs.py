@@ -30,10 +30,10 @@ def test_json_logs_carry_one_line_per_significant_event_and_no_payload(
             client.deploy(ECHO3)
             client.deploy(FAILS)
             workers.append(WorkerProcess(server, "logged"))
-            done = client.start("three", input={"n": SECRET})["execution_id"]
-            broken = client.start("breaks", input={"secret": SECRET})["execution_id"]
-            assert client.wait(done, timeout=30)["status"] == "completed"
-            assert client.wait(broken, timeout=30)["status"] == "failed"
+            done = client.start("three", input={"n": SECRET}).execution_id
+            broken = client.start("breaks", input={"secret": SECRET}).execution_id
+            assert client.wait(done, timeout=30).status == "completed"
+            assert client.wait(broken, timeout=30).status == "failed"
         wait_until(lambda: "execution failed" in server.log_text(), what="the log line")
     finally:
         server.stop()

@@ -33,15 +33,11 @@ def test_metrics_count_executions_steps_latencies_and_workers(
         client.deploy(ECHO3)
         client.deploy(FAILS)
         workers.append(WorkerProcess(server, "metered"))
-        wait_until(lambda: any(w["online"] for w in client.workers()), what="the worker")
+        wait_until(lambda: any(w.online for w in client.workers()), what="the worker")
         for n in range(5):
-            assert (
-                client.wait(client.start("three", input={"n": n})["execution_id"], timeout=30)[
-                    "status"
-                ]
-                == "completed"
-            )
-        assert client.wait(client.start("breaks")["execution_id"], timeout=30)["status"] == "failed"
+            started = client.start("three", input={"n": n})
+            assert client.wait(started.execution_id, timeout=30).status == "completed"
+        assert client.wait(client.start("breaks").execution_id, timeout=30).status == "failed"
     m = scrape(server)
     assert m[("orbit_ready", ())] == 1
     assert m[("orbit_executions_started_total", (("workflow", "three"),))] == 5

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orbit_actors.server import models as m
+from orbit_actors.api import models as m
 from orbit_actors.server.api import ENDPOINTS
 
 from .conftest import ECHO3

@@ -95,18 +95,18 @@ def test_a_later_runs_child_step_waits_for_its_own_child(
 
     def settled_in_run_2(parent: str) -> bool:
         detail = api.describe(parent)
-        units = {unit["key"]: unit["status"] for unit in detail["units"]}
+        units = {unit.key: unit.status for unit in detail.units}
         waiting = units.get("call") == "dispatched"
-        return bool(detail["run"] == 2 and (waiting or detail["status"] != "running"))
+        return bool(detail.run == 2 and (waiting or detail.status != "running"))
 
     for parent in parents:
         wait_until(partial(settled_in_run_2, parent), what=f"{parent} in run 2")
     for parent in parents:  # still waiting: run 1's child did not answer for run 2's
         detail = api.describe(parent)
-        assert detail["status"] == "running" and detail["run"] == 2, detail
-        assert api.describe(f"{parent}.run2.call")["status"] == "running"
+        assert detail.status == "running" and detail.run == 2, detail
+        assert api.describe(f"{parent}.run2.call").status == "running"
         api.signal(f"{parent}.run2.call", "go", None)
     for parent in parents:
         row = api.wait(parent, 30)
-        assert row["status"] == "completed"
-        assert api.describe(parent)["output"] == {"got": 0}
+        assert row.status == "completed"
+        assert api.describe(parent).output == {"got": 0}

@@ -4,12 +4,16 @@ once the execution has finished (or S seconds have passed) with its outcome."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from orbit_actors.api.models import ExecutionDetail, ExecutionResult, ResultError, Started
+from orbit_actors.client import ApiError, AsyncClient, Client
 
 from .conftest import BREAKS, ECHO3
 from .harness import ServerProcess, WorkerProcess
@@ -132,11 +136,79 @@ def test_a_refused_start_with_wait_answers_the_refusal(api: httpx.Client) -> Non
 def test_the_python_client_gets_a_result_in_one_call(results_server: ServerProcess) -> None:
     with results_server.client() as client:
         answer = client.start("three", input={"n": 2}, execution_id="by-client", wait=60)
-        assert (answer["status"], answer["output"]) == ("completed", {"n": 2})
+        assert (answer.status, answer.output) == ("completed", {"n": 2})
         client.start("waits", execution_id="by-client-later")
         client.signal("by-client-later", "go", None)
         result = client.result("by-client-later", timeout=30)
-        assert (result["status"], result["error"]) == ("completed", None)
-        assert result["output"] == client.describe("by-client-later")["output"]
-        failed = client.result(client.start("breaks")["execution_id"], timeout=30)
-        assert failed["status"] == "failed" and failed["error"]["code"] == "BROKEN"
+        assert (result.status, result.error) == ("completed", None)
+        assert result.output == client.describe("by-client-later").output
+        failed = client.result(client.start("breaks").execution_id, timeout=30)
+        assert (
+            failed.status == "failed" and failed.error is not None and failed.error.code == "BROKEN"
+        )
+
+
+async def test_the_async_client_gets_a_result_in_one_call(results_server: ServerProcess) -> None:
+    async with AsyncClient(results_server.url) as client:
+        answer = await client.start("three", input={"n": 3}, execution_id="async-one", wait=60)
+        assert isinstance(answer, Started)
+        assert (answer.status, answer.output, answer.error) == ("completed", {"n": 3}, None)
+        failed = await client.start("breaks", execution_id="async-broke", wait=60)
+        assert failed.status == "failed" and failed.error is not None
+        assert failed.error.code == "BROKEN"
+
+
+async def test_the_async_client_answers_typed_models(results_server: ServerProcess) -> None:
+    async with AsyncClient(results_server.url) as client:
+        await client.start("waits", execution_id="async-typed")
+        detail = await client.describe("async-typed")
+        assert isinstance(detail, ExecutionDetail) and detail.status == "running"
+        assert [(u.key, u.status) for u in detail.units] == [("w", "waiting")]
+        assert await client.signal("async-typed", "go", {"why": "test"}) > 0
+        result = await client.result("async-typed", timeout=30)
+        assert isinstance(result, ExecutionResult) and result.status == "completed"
+        history = await client.history("async-typed")
+        assert history.events[0]["type"] == "WorkflowCreated"
+        page = await client.executions(workflow="waits", limit=500)
+        assert "async-typed" in {e.execution_id for e in page.executions}
+        assert {d.name for d in await client.definitions()} >= {"three", "waits"}
+        assert any(w.worker_id == "results-worker" and w.online for w in await client.workers())
+
+
+async def test_the_async_client_cancels_and_reads_the_cause(
+    results_server: ServerProcess,
+) -> None:
+    async with AsyncClient(results_server.url) as client:
+        await client.start("waits", execution_id="async-cancel")
+        detail = await client.cancel("async-cancel", "changed my mind")
+        assert detail.execution_id == "async-cancel"
+        result = await client.result("async-cancel", timeout=30)
+        assert result.status == "cancelled" and result.output is None
+        assert result.error == ResultError(code="CANCELLED", message="changed my mind")
+
+
+async def test_the_async_client_raises_the_api_refusal(results_server: ServerProcess) -> None:
+    async with AsyncClient(results_server.url) as client:
+        with pytest.raises(ApiError) as refused:
+            await client.describe("nobody-started-this")
+    assert (refused.value.status, refused.value.code) == (404, "NOT_FOUND")
+    assert refused.value.message == "execution not found"
+
+
+async def test_both_clients_say_unavailable_when_no_server_answers() -> None:
+    url = f"http://127.0.0.1:{unused_port()}"
+    async with AsyncClient(url, timeout=5) as client:
+        with pytest.raises(ApiError) as refused:
+            await client.workers()
+    assert refused.value.code == "UNAVAILABLE" and url in refused.value.message
+    with Client(url, timeout=5) as sync, pytest.raises(ApiError) as refused:
+        sync.workers()
+    assert refused.value.code == "UNAVAILABLE"
+    assert not await AsyncClient(url).ready()
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

@@ -31,22 +31,22 @@ def test_a_minute_missed_while_the_server_was_killed_fires_once_after_the_restar
             created = client.create_schedule(
                 "every-minute", "* * * * *", "three", input={"n": 5}, timezone="Europe/Berlin"
             )
-            assert created["created"] and created["last_execution_ids"] == []
-            first = created["next_occurrences_ms"][0]
+            assert created.created and created.last_execution_ids == []
+            first = created.next_occurrences_ms[0]
             assert first % 60_000 == 0 and first > time.time() * 1000
         server.kill()
         time.sleep(max(0.0, first / 1000 - time.time()) + 1.5)  # the minute passes while down
         server.start()
         workers.append(WorkerProcess(server, "sched"))
         with server.client() as client:
-            wait_until(lambda: client.schedule("every-minute")["last_execution_ids"], 30,
+            wait_until(lambda: client.schedule("every-minute").last_execution_ids, 30,
                        "the missed occurrence fired")  # fmt: skip
-            (execution_id,) = client.schedule("every-minute")["last_execution_ids"]
+            (execution_id,) = client.schedule("every-minute").last_execution_ids
             assert OCCURRENCE.fullmatch(execution_id)
             summary = client.wait(execution_id, timeout=30)
-            assert (summary["status"], summary["schedule_id"]) == ("completed", "every-minute")
-            assert client.describe(execution_id)["output"] == {"n": 5}
-            ids = [e["execution_id"] for e in client.executions()["executions"]]
+            assert (summary.status, summary.schedule_id) == ("completed", "every-minute")
+            assert client.describe(execution_id).output == {"n": 5}
+            ids = [e.execution_id for e in client.executions().executions]
             assert ids.count(execution_id) == 1
     finally:
         server.stop()

@@ -194,14 +194,14 @@ def test_ctrl_c_drains_the_running_task_then_unregisters(tmp_path: Path) -> None
     try:
         with server.client() as client:
             client.deploy(GATED)
-            execution_id = client.start("gated", input={"path": str(gate)})["execution_id"]
+            execution_id = client.start("gated", input={"path": str(gate)}).execution_id
             wait_until(log.exists, what="the task to start")
             worker.process.send_signal(signal.SIGINT)
             gate.touch()
             assert worker.process.wait(timeout=30) == 0
-            assert client.wait(execution_id, timeout=10)["status"] == "completed"
+            assert client.wait(execution_id, timeout=10).status == "completed"
             (record,) = client.workers()
-            assert record["online"] is False and record["sessions"] == 0
+            assert record.online is False and record.sessions == 0
     finally:
         worker.stop()
         server.stop()

@@ -65,7 +65,7 @@ def test_the_server_exports_an_executions_spans_to_the_collector(
         with server.client() as client:
             client.deploy(ECHO3)
             client.start("three", input={"n": 1}, execution_id="t-1")
-            assert client.wait("t-1", timeout=30)["status"] == "completed"
+            assert client.wait("t-1", timeout=30).status == "completed"
         assert server.kill(signal.SIGTERM) == 0  # a graceful stop flushes the batch
     finally:
         server.stop()
