@@ -22,7 +22,7 @@ import trio
 
 from .actors import commands as cmd
 from .actors.clock import Clock
-from .actors.execution import ExecutionPorts
+from .actors.execution import ExecutionPorts, Passivation
 from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
@@ -60,6 +60,7 @@ class RuntimeConfig:
     enable_http_adapter: bool = False
     restart_intensity: RestartIntensity = field(default_factory=RestartIntensity)
     mailbox_capacity: int = 1024
+    passivation: Passivation | None = field(default_factory=Passivation)
 
 
 GC_THRESHOLDS = (100_000, 50, 100)
@@ -101,8 +102,10 @@ async def open_runtime(
     clock: Clock | None = None,
     tracer: Tracer | None = None,
 ) -> AsyncIterator[Runtime]:
-    """Run a runtime on ``store``; it is yielded only once every non-terminal execution has been
-    recovered from its history. With ``tracer``, durable batches become OpenTelemetry spans."""
+    """Run a runtime on ``store``; it is yielded once the store's wake-up index is loaded:
+    every running execution is dormant until a command or its wake-up brings it back, and those
+    that had work in flight come back in the background. With ``tracer``, durable batches
+    become OpenTelemetry spans."""
     config = config or RuntimeConfig()
     clock = clock or Clock()
     definitions = DefinitionRegistry(store)
@@ -110,8 +113,10 @@ async def open_runtime(
     async with trio.open_nursery() as nursery:
         parts = _wire(nursery, store, config, clock, definitions, tracer)
         await nursery.start(parts.sessions.serve)
-        recovered = tracer.recovered if tracer is not None else _ignore
-        await parts.supervisor.recover_all(await store.running_ids(), recovered)
+        index = await store.wake_index()
+        parts.registry.dormant.load(index)
+        await nursery.start(parts.registry.dormant.run)
+        nursery.start_soon(_recover_busy, parts, [e.execution_id for e in index if e.busy])
         await nursery.start(parts.scheduler.run)
         try:
             yield Runtime(parts)
@@ -127,7 +132,12 @@ def _wire(
     A lambda stands for a component built just after the one that takes it."""
     instance_id = secrets.token_hex(6)
     pool = WorkerPool(offer=lambda offer: registry.offer(offer))
-    registry = Registry(nursery, store, pool.settle, config.mailbox_capacity)
+    registry = Registry(
+        nursery, store, pool.settle, config.mailbox_capacity, clock=clock,
+        awaken=lambda execution_id, mailbox, history: supervisor.awaken(
+            execution_id, mailbox, history
+        ),
+    )  # fmt: skip
     load = Loader(store, definitions)
     waiters = Waiters(registry, load)
     http = HttpRunner(
@@ -163,8 +173,12 @@ def _wire(
         start_child=lambda parent, unit: starter.start_child(parent, unit),
         cancel_child=lambda child_id, reason: starter.cancel_child(child_id, reason),
         run_http=http.run, committed=observe_commits(*observers), finished=finished,
+        passivation=config.passivation,
     )  # fmt: skip
-    supervisor = Supervisor(nursery, registry, ports, load, config.restart_intensity)
+    supervisor = Supervisor(
+        nursery, registry, ports, load, config.restart_intensity,
+        recovered=tracer.recovered if tracer is not None else _ignore,
+    )  # fmt: skip
     starter = Starter(
         nursery, supervisor, definitions, store, load, clock.now_ms,
         StartLimits(config.limits, config.max_active_executions),
@@ -180,6 +194,16 @@ def _wire(
         pool, sessions, scheduler, metrics, load,
     )  # fmt: skip
     return parts
+
+
+async def _recover_busy(parts: _Parts, execution_ids: list[str]) -> None:
+    """After a restart, bring back in the background what had work in flight; meanwhile a worker
+    may resume a session whose tokens are not known yet."""
+    parts.sessions.recovering = True
+    try:
+        await parts.supervisor.recover_busy(execution_ids)
+    finally:
+        parts.sessions.recovering = False
 
 
 async def _report_builtin(

@@ -29,13 +29,14 @@ from ..decide.invocation import (
     invocation,
 )
 from ..decide.query import evaluate_query
+from ..decide.rest import rest_of
 from ..errors import OrbitError, StorageError
 from ..history.apply import apply, replay
 from ..history.events import Event, StepDispatched
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
-from ..store.base import AlreadyStored, Commit, Store
+from ..store.base import AlreadyStored, Commit, ExecutionRow, Store
 from ..views import ExecutionDetail, describe, row_of
 from ..wire.messages import Task
 from . import commands as cmd
@@ -85,6 +86,15 @@ def execution_status(state: ExecutionState) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Passivation:
+    """When a resting execution leaves memory: after ``idle_s`` seconds without a command, if
+    it has nothing to do within ``near_s`` seconds (decide/rest.py says when it rests)."""
+
+    idle_s: float = 10.0
+    near_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionPorts:
     """Everything an execution actor reaches outside itself, wired by ``open_runtime`` (a test
     passes fakes). None of these waits: each hands its work over and returns."""
@@ -108,6 +118,8 @@ class ExecutionPorts:
     """A batch became durable after so many seconds (the observers: metrics, logs, traces)."""
     finished: Callable[[ExecutionState, CompiledDefinition], None]
     """The execution ended for good: wake its waiters, tell its parent."""
+    passivation: Passivation | None = None
+    """When a resting execution leaves memory (None: it stays until it ends)."""
 
 
 class ExecutionActor:
@@ -127,6 +139,8 @@ class ExecutionActor:
         self.mailbox = mailbox
         self.current: Command | None = None
         self.started = False
+        self.passivated = False  # it ended its run because it rests (it is not finished)
+        self.wake_at_ms: int | None = None  # when it next needs deciding, as last computed
 
     @property
     def execution_id(self) -> str:
@@ -155,8 +169,16 @@ class ExecutionActor:
             created.clear()  # the caller's frames keep the list for the actor's whole life
         self.started = True
         task_status.started()
+        await self.serve()
+
+    async def serve(self) -> None:
+        """Serve commands and wake-ups until the end, or until the execution rests long enough
+        to leave memory (then :attr:`passivated` is True)."""
         while not self.done:
             command = await self._next()
+            if command is _PASSIVATE:
+                self.passivated = True
+                return
             self.current = command
             if command is None:
                 await self._advance([])
@@ -165,12 +187,20 @@ class ExecutionActor:
             self.current = None
 
     async def _next(self) -> Command | None:
-        """The next command, or None when the state's own wake-up comes first."""
+        """The next command, None when the state's own wake-up comes first, or
+        :data:`_PASSIVATE` when the execution rests and no command came for a while."""
         try:
             return self.mailbox.receive_nowait()
         except trio.WouldBlock:
             pass
-        wake = next_wakeup(self.state, self.definition)
+        policy = self.ports.passivation
+        if policy is not None:
+            rest = rest_of(self.state, self.definition)
+            wake = self.wake_at_ms = rest.wake_at_ms
+            if rest.rests:
+                return await self._idle(wake, policy)
+        else:
+            wake = next_wakeup(self.state, self.definition)
         if wake is None:  # nothing to wake up for: no cancel scope to keep while waiting
             return await self.mailbox.receive()
         clock = self.ports.clock
@@ -179,6 +209,19 @@ class ExecutionActor:
         with trio.move_on_at(clock.deadline(wake)):
             return await self.mailbox.receive()
         return None
+
+    async def _idle(self, wake: int | None, policy: Passivation) -> Command | None:
+        """Wait for a command while resting: the wake-up, if it is near, or passivation once
+        ``idle_s`` pass without one (no await follows the decision: no command can slip in)."""
+        clock = self.ports.clock
+        now = clock.now_ms()
+        if wake is not None and wake <= now:
+            return None
+        near = wake is not None and wake - now <= 1000 * max(policy.near_s, policy.idle_s)
+        until = wake if near and wake is not None else now + int(1000 * policy.idle_s)
+        with trio.move_on_at(clock.deadline(until)):
+            return await self.mailbox.receive()
+        return None if near else _PASSIVATE
 
     async def _handle(self, command: Command) -> None:
         handler = _HANDLERS[type(command)]  # a command no handler knows is a bug: crash
@@ -280,7 +323,7 @@ class ExecutionActor:
         claimed = self._claim_free_workers(batch)
         pool = self.ports.pool
         try:
-            await self._commit(Commit(row_of(state), batch, create=create))
+            await self._commit(Commit(self._row(state), batch, create=create))
         except (StorageError, AlreadyStored):
             for task in claimed:
                 pool.release(task.token)
@@ -386,7 +429,7 @@ class ExecutionActor:
                 started.append((unit, token))
         if not batch:
             return
-        await self._commit(Commit(row_of(self.state), batch))
+        await self._commit(Commit(self._row(self.state), batch))
         for unit, token in started:
             if isinstance(unit, ChildInvocation):
                 self.ports.start_child(self.state, unit)
@@ -431,6 +474,13 @@ class ExecutionActor:
             self.ports.adopt(session, worker_id or "", task, dispatched_at or self._now())
 
     # -- helpers -------------------------------------------------------------------------
+    def _row(self, state: ExecutionState) -> ExecutionRow:
+        """The summary row with the wake-up index's fields (decide/rest.py)."""
+        row = row_of(state)
+        rest = rest_of(state, self.definition)
+        row.wake_at_ms, row.busy = rest.wake_at_ms, rest.busy
+        return row
+
     def _lost(self, token: str) -> None:
         """A result that was not recorded, from a session that has ended since: the attempt
         becomes uncertain once the actor has its store back."""
@@ -455,6 +505,9 @@ class ExecutionActor:
             timeout_ms=found.timeout_ms,
         )  # fmt: skip
 
+
+_PASSIVATE = Command()
+"""What :meth:`ExecutionActor._next` answers when the execution should leave memory."""
 
 _HANDLERS: dict[type[Command], Callable[[ExecutionActor, Any], Awaitable[Any]]] = {
     cmd.DeliverSignal: ExecutionActor._on_signal,

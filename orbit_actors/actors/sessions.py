@@ -82,6 +82,7 @@ class SessionManager:
         self._changed = trio.Event()
         self._pending_uncertain: dict[str, tuple[float, str]] = {}  # token -> (due, reason)
         self._next_wake = 0.0  # when the liveness timer looks next
+        self.recovering = False  # after a restart, while executions with tokens come back
 
     def connect(
         self, send: Send, close: Close | None = None, bound_worker_id: str | None = None
@@ -320,6 +321,13 @@ class Connection:
             previous.runtime, previous.sdk = message.runtime, message.sdk
             previous.contracts, previous.orphan = contracts, False
             return previous, True, []
+        if wanted and previous is None and manager.recovering:
+            # its tokens belong to executions not back yet: they join it as they come back
+            session = WorkerSession(
+                wanted, message.worker_id, message.runtime, message.sdk, contracts
+            )
+            manager.sessions[session.id] = session
+            return session, True, []
         warnings = []
         if wanted:
             why = (

@@ -86,6 +86,15 @@ def invocation(
     return None
 
 
+RUN_KINDS = frozenset({"task", "http", "workflow"})
+"""Kinds of unit that something runs (a worker, the runtime, a child execution)."""
+
+
+def unit_kind(definition: CompiledDefinition, unit: Unit) -> str:
+    """What kind of step (or compensation) ``unit`` is: task, http, workflow, await, sleep …"""
+    return _kind_and_task(definition.plans[unit.step_id], unit)[0]
+
+
 def _kind_and_task(plan: StepPlan, unit: Unit) -> tuple[str, str | None]:
     if unit.role == "compensate":
         assert plan.compensate is not None

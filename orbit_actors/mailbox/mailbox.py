@@ -99,6 +99,10 @@ class Mailbox(Generic[C]):
         """True once closed."""
         return self._closed_why is not None
 
+    def __len__(self) -> int:
+        """How many commands wait to be received."""
+        return len(self._queue)
+
     async def send(self, command: C) -> None:
         """Queue ``command``, waiting while the mailbox is full."""
         await trio.lowlevel.checkpoint_if_cancelled()

@@ -57,6 +57,19 @@ class ExecutionRow:
     parent_id: str | None = None
     schedule_id: str | None = None
     last_seq: int = 0
+    wake_at_ms: int | None = None  # when it next needs deciding on its own (decide/rest.py)
+    busy: bool = True  # something in flight or ready: a restart brings it back at once
+
+
+@dataclass(frozen=True, slots=True)
+class WakeEntry:
+    """One running execution in the wake-up index: when it next needs deciding on its own,
+    whether a restart must bring it back at once, and whether it is a root (no parent)."""
+
+    execution_id: str
+    wake_at_ms: int | None
+    busy: bool
+    root: bool
 
 
 @dataclass(frozen=True)
@@ -151,6 +164,15 @@ class Store(Protocol):
 
     async def running_ids(self) -> list[str]:
         """Ids of every execution that has not finished."""
+        ...
+
+    async def wake_index(self) -> list[WakeEntry]:
+        """The wake-up index: every execution that has not finished, oldest first."""
+        ...
+
+    async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:
+        """The current run's events of each execution, read together (ids not stored are
+        left out)."""
         ...
 
     async def list_executions(

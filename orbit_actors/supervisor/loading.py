@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import ExecutionNotFoundError, OrbitError
 from ..history.apply import replay
+from ..history.events import Event
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..store.base import Store
@@ -19,7 +20,12 @@ class Loader:
 
     async def __call__(self, execution_id: str) -> tuple[ExecutionState, CompiledDefinition]:
         """The state the history describes and its definition; raises ExecutionNotFoundError."""
-        history = await self._store.history(execution_id)
+        return self.from_history(execution_id, await self._store.history(execution_id))
+
+    def from_history(
+        self, execution_id: str, history: list[Event]
+    ) -> tuple[ExecutionState, CompiledDefinition]:
+        """The state ``history`` (already read) describes and its definition."""
         if not history:
             raise ExecutionNotFoundError()
         state = replay(history)

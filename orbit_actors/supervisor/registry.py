@@ -1,9 +1,12 @@
-"""The registry: the one address book of live executions — ``execution_id → mailbox`` — and of
-the quarantined ones, and the ways to reach an execution by its id: tell, request, offer a
+"""The registry: the one address book of running executions — the live ones (``execution_id →
+mailbox``), the dormant ones (out of memory: passivated, or not yet back after a restart) — and
+of the quarantined ones, and the ways to reach an execution by its id: tell, request, offer a
 dispatch, route a result or a lost attempt, tell a parent its child ended.
 
-How many live executions are roots (started without a parent, the ones ``max_active_executions``
-counts) is derived here, as entries come and go: there is no other list of them.
+Reaching a dormant execution brings it back: its mailbox is made at once (commands queue in it)
+and the supervisor replays its history into an actor on it, so two commands arriving together
+bring it back once. How many running executions are roots (started without a parent, the ones
+``max_active_executions`` counts) is derived here, as entries come and go.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 import trio
 
 from ..actors import commands as cmd
+from ..actors.clock import Clock
 from ..actors.execution import execution_of, new_token
 from ..actors.pool import Offer
 from ..decide.transitions import UNKNOWN_TOKEN, Verdict
@@ -27,10 +31,14 @@ from ..errors import (
     OrbitError,
     QuarantinedError,
 )
-from ..history.events import ErrorInfo
+from ..history.events import ErrorInfo, Event
 from ..history.state import ExecutionState
 from ..mailbox import Command, Mailbox, Reply
 from ..store.base import ExecutionRow, Store
+from .dormant import Dormant
+
+Awaken = Callable[[str, Mailbox[Command], list[Event] | None], None]
+"""Replay an execution into an actor on the given mailbox (its history, when already read)."""
 
 
 class Registry:
@@ -44,39 +52,77 @@ class Registry:
         store: Store,
         settle: Callable[[str], object] = lambda token: None,
         capacity: int = 1024,
+        *,
+        clock: Clock | None = None,
+        awaken: Awaken | None = None,
     ) -> None:
         self._nursery = nursery
         self._store = store
         self._settle = settle
         self._capacity = capacity
+        self._awaken = awaken
         self._live: dict[str, tuple[Mailbox[Command], bool]] = {}  # id -> (mailbox, is a root)
+        self.dormant = Dormant(clock or Clock(), self.wake)
         self.quarantined: dict[str, str] = {}  # id -> the last error
-        self.roots = 0
+        self._live_roots = 0
 
     # -- the address book -------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._live)
+        """How many executions run here, in memory or dormant."""
+        return len(self._live) + len(self.dormant)
 
     def __contains__(self, execution_id: object) -> bool:
-        return execution_id in self._live
+        return execution_id in self._live or execution_id in self.dormant
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._live)
 
-    def mailbox(self, execution_id: str) -> Mailbox[Command] | None:
-        """The mailbox of a live actor, or None."""
+    @property
+    def resident(self) -> int:
+        """How many executions have an actor in memory."""
+        return len(self._live)
+
+    @property
+    def roots(self) -> int:
+        """How many running executions (in memory or dormant) were started without a parent."""
+        return self._live_roots + self.dormant.roots
+
+    def mailbox_if_live(self, execution_id: str) -> Mailbox[Command] | None:
+        """The mailbox of an execution in memory, or None (a dormant one stays dormant)."""
         entry = self._live.get(execution_id)
         return entry[0] if entry is not None else None
 
+    def mailbox(self, execution_id: str) -> Mailbox[Command] | None:
+        """The mailbox of a running execution (a dormant one is brought back), or None."""
+        entry = self._live.get(execution_id)
+        if entry is not None:
+            return entry[0]
+        return self.wake(execution_id)
+
+    def wake(
+        self, execution_id: str, history: list[Event] | None = None
+    ) -> Mailbox[Command] | None:
+        """Bring a dormant execution back (its ``history`` when already read): its new mailbox,
+        or None when it is not dormant."""
+        root = self.dormant.pop(execution_id)
+        if root is None or self._awaken is None:
+            return None
+        mailbox = self._register(execution_id, root)
+        self._awaken(execution_id, mailbox, history)
+        return mailbox
+
     def add(self, state: ExecutionState) -> Mailbox[Command]:
         """A new mailbox for ``state``'s actor, registered under its id."""
-        mailbox: Mailbox[Command] = Mailbox(f"execution `{state.execution_id}`", self._capacity)
-        root = state.parent is None
-        previous = self._live.get(state.execution_id)
+        self.dormant.pop(state.execution_id)
+        return self._register(state.execution_id, state.parent is None)
+
+    def _register(self, execution_id: str, root: bool) -> Mailbox[Command]:
+        mailbox: Mailbox[Command] = Mailbox(f"execution `{execution_id}`", self._capacity)
+        previous = self._live.get(execution_id)
         if previous is not None and previous[1]:
-            self.roots -= 1
-        self._live[state.execution_id] = (mailbox, root)
-        self.roots += root
+            self._live_roots -= 1
+        self._live[execution_id] = (mailbox, root)
+        self._live_roots += root
         return mailbox
 
     def remove(self, execution_id: str, mailbox: Mailbox[Command]) -> None:
@@ -84,7 +130,20 @@ class Registry:
         entry = self._live.get(execution_id)
         if entry is not None and entry[0] is mailbox:
             del self._live[execution_id]
-            self.roots -= entry[1]
+            self._live_roots -= entry[1]
+
+    def passivate(
+        self, execution_id: str, mailbox: Mailbox[Command], wake_at_ms: int | None
+    ) -> bool:
+        """The actor on ``mailbox`` ended because its execution rests: it becomes dormant.
+        False (nothing changes) when a command reached the mailbox meanwhile."""
+        entry = self._live.get(execution_id)
+        if entry is None or entry[0] is not mailbox or len(mailbox):
+            return False
+        self.remove(execution_id, mailbox)
+        mailbox.close("passivated")
+        self.dormant.add(execution_id, wake_at_ms, entry[1])
+        return True
 
     # -- reaching an execution --------------------------------------------------------------
     def tell(self, execution_id: str, command: Command) -> None:
@@ -123,6 +182,10 @@ class Registry:
             return True, await mailbox.request(command)
         except ActorGoneError:
             return False, None
+
+    async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:
+        """The stored histories of several executions, read together."""
+        return await self._store.histories(execution_ids) if execution_ids else {}
 
     async def row(self, execution_id: str) -> ExecutionRow:
         """The stored summary row; raises ExecutionNotFoundError."""

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
 from ..actors.execution import ExecutionActor, ExecutionPorts
-from ..errors import ActorCrashedError, NotQuarantinedError, QuarantinedError
+from ..errors import ActorCrashedError, NotQuarantinedError, OrbitError, QuarantinedError
 from ..history.events import Event
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
@@ -27,7 +28,22 @@ from ..mailbox import Command, Mailbox
 from .registry import Registry
 
 log = logging.getLogger("orbit.supervisor")
-Loader = Callable[[str], Awaitable[tuple[ExecutionState, CompiledDefinition]]]
+Loaded = tuple[ExecutionState, CompiledDefinition]
+
+
+class Loader(Protocol):
+    """Replays an execution from the store, or from its history already read."""
+
+    def __call__(self, execution_id: str) -> Awaitable[Loaded]:
+        """The state the stored history describes and its definition."""
+        ...
+
+    def from_history(self, execution_id: str, history: list[Event]) -> Loaded:
+        """The state ``history`` describes and its definition."""
+        ...
+
+
+RECOVERY_BATCH = 256  # executions whose histories one read brings back after a restart
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,8 @@ class SupervisorStatistics:
 
     restarts: int = 0
     quarantines: int = 0
+    passivations: int = 0
+    awakenings: int = 0
 
 
 class Supervisor:
@@ -56,12 +74,14 @@ class Supervisor:
         ports: ExecutionPorts,
         load: Loader,
         intensity: RestartIntensity = RestartIntensity(),
+        recovered: Callable[[ExecutionState], None] = lambda state: None,
     ) -> None:
         self._nursery = nursery
         self.registry = registry
         self._ports = ports
         self._load = load
         self._intensity = intensity
+        self._recovered = recovered
         self._restarts: dict[str, deque[float]] = {}
         self.stats = SupervisorStatistics()
 
@@ -100,24 +120,42 @@ class Supervisor:
             mailbox.close("never started")
             raise started.error
 
-    async def recover_all(
-        self, execution_ids: Iterable[str], recovered: Callable[[ExecutionState], None]
-    ) -> None:
-        """Respawn each execution from its history (``recovered`` sees each state first)."""
-        for execution_id in execution_ids:
-            state, definition = await self._load(execution_id)
-            recovered(state)
-            await self.recover(state, definition)
+    async def recover_busy(self, execution_ids: Sequence[str]) -> None:
+        """After a restart: bring back the dormant executions that had work in flight, a batch
+        of histories per read, without waiting for each actor to start (one a command brought
+        back meanwhile is skipped)."""
+        dormant = self.registry.dormant
+        for first in range(0, len(execution_ids), RECOVERY_BATCH):
+            batch = [i for i in execution_ids[first : first + RECOVERY_BATCH] if i in dormant]
+            histories = await self.registry.histories(batch)
+            for execution_id in batch:
+                if execution_id in dormant:
+                    self.registry.wake(execution_id, histories.get(execution_id, []))
+            await trio.lowlevel.checkpoint()
 
-    async def recover(self, state: ExecutionState, definition: CompiledDefinition) -> None:
-        """Start an actor and return once it has picked up what its history holds in flight
-        (tokens re-adopted, ready units queued, timers due caught up)."""
-        mailbox = self._register(state)
-        started = _Started()
-        self._nursery.start_soon(
-            self._supervise, state, definition, mailbox, None, started, name=_ACTOR
-        )
-        await started.wait()
+    def awaken(
+        self, execution_id: str, mailbox: Mailbox[Command], history: list[Event] | None
+    ) -> None:
+        """Replay a dormant execution into an actor on ``mailbox`` (its ``history`` when
+        already read); commands wait in the mailbox meanwhile."""
+        self._nursery.start_soon(self._bring_back, execution_id, mailbox, history, name=_ACTOR)
+
+    async def _bring_back(
+        self, execution_id: str, mailbox: Mailbox[Command], history: list[Event] | None
+    ) -> None:
+        try:
+            if history is None:
+                state, definition = await self._load(execution_id)
+            else:
+                state, definition = self._load.from_history(execution_id, history)
+        except OrbitError as exc:  # its history is gone, or names a definition not stored
+            log.error("execution %s cannot be brought back: %s", execution_id, exc)
+            self.registry.remove(execution_id, mailbox)
+            mailbox.close("not running", exc)
+            return
+        self.stats.awakenings += 1
+        self._recovered(state)
+        await self._supervise(state, definition, mailbox, None, _Started())
 
     def _register(self, state: ExecutionState) -> Mailbox[Command]:
         return self.registry.add(state)
@@ -142,10 +180,14 @@ class Supervisor:
         # start_soon and an event rather than nursery.start: a task begun with start() keeps the
         # cancel status of its starting scope for its whole life, and actors live long
         execution_id = state.execution_id
+        resumed = False
         while True:
             actor = ExecutionActor(self._ports, definition, state, mailbox)
             try:
-                await actor.run(created, task_status=status)
+                if resumed:
+                    await actor.serve()
+                else:
+                    await actor.run(created, task_status=status)
             except Exception as exc:
                 if created is not None and not actor.started:
                     status.fail(exc)  # nothing is stored: there is nothing to respawn
@@ -160,6 +202,12 @@ class Supervisor:
                 self.stats.restarts += 1
                 created = None
                 state, definition = await self._load(execution_id)
+                continue
+            if actor.passivated:
+                if self.registry.passivate(execution_id, mailbox, actor.wake_at_ms):
+                    self.stats.passivations += 1
+                    return
+                state, resumed = actor.state, True  # a command came meanwhile: serve it
                 continue
             self._gone(execution_id, mailbox)
             return

@@ -21,6 +21,7 @@ from ..store.base import (
     PutOutcome,
     ScheduleRecord,
     StoreStatistics,
+    WakeEntry,
     WorkerRecord,
 )
 from ..store.cursor import clamp_limit, decode_cursor, encode_cursor
@@ -100,6 +101,8 @@ class MemoryStore:
                 run=row.run,
                 closed_at_ms=row.closed_at_ms,
                 last_seq=last_seq,
+                wake_at_ms=row.wake_at_ms,
+                busy=row.busy,
             ),
         )
 
@@ -122,6 +125,26 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         rows = sorted(self._executions.values(), key=lambda item: item[0])
         return [row.execution_id for _, row in rows if row.status == "running"]
+
+    async def wake_index(self) -> list[WakeEntry]:
+        """The wake-up index: every execution that has not finished, oldest first."""
+        await trio.lowlevel.checkpoint()
+        rows = sorted(self._executions.values(), key=lambda item: item[0])
+        return [
+            WakeEntry(row.execution_id, row.wake_at_ms, row.busy, row.parent_id is None)
+            for _, row in rows
+            if row.status == "running"
+        ]
+
+    async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:
+        """The current run's events of each execution (ids not stored are left out)."""
+        await trio.lowlevel.checkpoint()
+        found = {i: self._executions.get(i) for i in execution_ids}
+        return {
+            i: list(self._history.get((i, entry[1].run), []))
+            for i, entry in found.items()
+            if entry is not None
+        }
 
     async def list_executions(
         self,

@@ -13,12 +13,14 @@ def row(
     run: int = 1,
     workflow: str = "wf",
     parent_id: str | None = None,
+    wake_at_ms: int | None = None,
+    busy: bool = True,
 ) -> ExecutionRow:
     """A summary row."""
     return ExecutionRow(
         execution_id=execution_id, workflow=workflow, version="1.0.0", definition_hash="h" * 64,
         status=status, run=run, started_at_ms=1000, parent_id=parent_id,
-        closed_at_ms=None if status == "running" else 2000,
+        closed_at_ms=None if status == "running" else 2000, wake_at_ms=wake_at_ms, busy=busy,
     )  # fmt: skip
 
 

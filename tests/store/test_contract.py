@@ -7,7 +7,7 @@ import trio
 
 from orbit_actors.errors import InvalidRequestError, StorageError
 from orbit_actors.store import AlreadyStored, DefinitionRecord, ScheduleRecord, Store, WorkerRecord
-from orbit_actors.store.base import KEPT_CLAIMS
+from orbit_actors.store.base import KEPT_CLAIMS, WakeEntry
 
 from .helpers import commit
 
@@ -113,6 +113,32 @@ async def test_running_ids_are_the_non_terminal_executions(store: Store) -> None
     await store.commit(commit("b", 1, status="failed"))
     await store.commit(commit("c", 1))
     assert await store.running_ids() == ["a", "c"]
+
+
+async def test_the_wake_index_holds_each_running_execution_as_last_committed(
+    store: Store,
+) -> None:
+    await store.commit(commit("a", 1, wake_at_ms=5_000, busy=False))
+    await store.commit(commit("b", 1, status="failed"))
+    await store.commit(commit("c", 1, parent_id="a"))
+    await store.commit(commit("a", 4, wake_at_ms=None, busy=True))
+    assert await store.wake_index() == [
+        WakeEntry("a", None, busy=True, root=True),
+        WakeEntry("c", None, busy=True, root=False),
+    ]
+    await store.commit(commit("a", 7, wake_at_ms=9_000, busy=False))
+    assert (await store.wake_index())[0] == WakeEntry("a", 9_000, busy=False, root=True)
+
+
+async def test_histories_are_read_together(store: Store) -> None:
+    await store.commit(commit("a", 1, count=2))
+    await store.commit(commit("b", 1, count=3))
+    found = await store.histories(["a", "b", "nobody"])
+    assert {i: [e.seq for e in events] for i, events in found.items()} == {
+        "a": [1, 2],
+        "b": [1, 2, 3],
+    }
+    assert found["a"] == await store.history("a")
 
 
 async def test_executions_are_listed_newest_first_with_filters_and_cursor(store: Store) -> None:

@@ -28,9 +28,10 @@ ROW_COLUMNS = (
 # SQLite, so the writer thread gives up and takes back the GIL a few times per batch rather than
 # once per row (under a busy trio thread every take-back can wait a whole switch interval).
 _UPSERT_EXECUTIONS = (
-    f"INSERT INTO executions (ord, {ROW_COLUMNS}, head) VALUES {{rows}} "
+    f"INSERT INTO executions (ord, {ROW_COLUMNS}, wake_at_ms, busy, head) VALUES {{rows}} "
     "ON CONFLICT (ord) DO UPDATE SET status = excluded.status, run = excluded.run, "
-    "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, head = excluded.head"
+    "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
+    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy, head = excluded.head"
 )
 _INSERT_SEGMENTS = (
     "INSERT INTO segments (id, execution_id, run, first_seq, last_seq, prev, events) VALUES {rows}"
@@ -146,7 +147,7 @@ class CommitBatcher:
         )
         return (ord_, row.execution_id, row.workflow, row.version, row.definition_hash, row.status,
                 row.run, row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id,
-                last_seq, head)  # fmt: skip
+                last_seq, row.wake_at_ms, row.busy, head)  # fmt: skip
 
     def _load_missing(self, conn: sqlite3.Connection, works: list[Any]) -> None:
         ids = {w.commit.row.execution_id for w in works}

@@ -62,6 +62,12 @@ MIGRATIONS: Sequence[Sequence[str]] = (
         "ALTER TABLE schedules ADD COLUMN settled_ms INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE schedules ADD COLUMN last_error TEXT",
     ),
+    # 4: the wake-up index (passivation): when a running execution next needs deciding on its
+    # own, and whether a restart must bring it back at once (NULL, as rows from before: busy)
+    (
+        "ALTER TABLE executions ADD COLUMN wake_at_ms INTEGER",
+        "ALTER TABLE executions ADD COLUMN busy INTEGER",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

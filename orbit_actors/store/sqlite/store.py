@@ -25,6 +25,7 @@ from ..base import (
     PutOutcome,
     ScheduleRecord,
     StoreStatistics,
+    WakeEntry,
     WorkerRecord,
 )
 from ..cursor import clamp_limit, decode_cursor, encode_cursor
@@ -143,6 +144,30 @@ class SqliteStore:
             ).fetchall()
         )
         return [row[0] for row in rows]
+
+    async def wake_index(self) -> list[WakeEntry]:
+        """The wake-up index: every execution that has not finished, oldest first (a row
+        written before the index existed counts as busy)."""
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT execution_id, wake_at_ms, busy IS NOT 0, parent_id IS NULL "
+                "FROM executions WHERE status = 'running' ORDER BY ord"
+            ).fetchall()
+        )
+        return [WakeEntry(i, wake, bool(busy), bool(root)) for i, wake, busy, root in rows]
+
+    async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:
+        """The current run's events of each execution, in one read."""
+
+        def read(conn: sqlite3.Connection) -> dict[str, list[str]]:
+            return {i: _history(conn, i, None) for i in execution_ids}
+
+        found = await self._read(read)
+        return {
+            i: [event for segment in segments for event in events_from_json(segment)]
+            for i, segments in found.items()
+            if segments
+        }
 
     async def list_executions(
         self,

@@ -1,0 +1,53 @@
+"""When an execution may leave memory, and what must bring it back (architecture.md,
+"Passivation and recovery in seconds").
+
+An execution **rests** when nothing of it is in flight at a worker or in the runtime and nothing
+is ready to dispatch: every unresolved unit waits for a signal, a timer, a retry's backoff or a
+child (an ``await`` or ``sleep`` unit is "scheduled" while it waits: only units something runs
+count as in hand). A resting execution can be passivated; its ``wake_at_ms`` (the next timer,
+deadline, retry or run timeout) brings it back on time, and a command brings it back at once.
+An execution is **busy** when something is in flight or ready (a child counts here: after a
+restart the parent must look at its children again); a restart brings busy executions back at
+once, so their attempts turn uncertain and are redelivered as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..history.state import ExecutionState, Unit
+from ..ir.plan import CompiledDefinition
+from .decider import next_wakeup
+from .invocation import CHILD_SESSION, RUN_KINDS, unit_kind
+
+_IN_HAND = frozenset({"scheduled", "dispatched", "attempt_failed", "uncertain"})
+"""Unit statuses of work that is in flight or about to be dispatched."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rest:
+    """``wake_at_ms``: when the execution next needs deciding on its own (None: only a command
+    can move it); ``busy``: a restart must bring it back at once; ``rests``: it may leave
+    memory now."""
+
+    wake_at_ms: int | None
+    busy: bool
+    rests: bool
+
+
+def rest_of(state: ExecutionState, definition: CompiledDefinition) -> Rest:
+    """How ``state`` rests (see the module docstring)."""
+    wake = next_wakeup(state, definition)
+    if state.finished or not state.started:
+        return Rest(wake, busy=not state.finished, rests=False)
+    busy = False
+    for unit in state.units.values():
+        if unit.status in _IN_HAND and unit_kind(definition, unit) in RUN_KINDS:
+            if not _at_a_child(unit):
+                return Rest(wake, busy=True, rests=False)
+            busy = True
+    return Rest(wake, busy=busy, rests=True)
+
+
+def _at_a_child(unit: Unit) -> bool:
+    return unit.status == "dispatched" and (unit.session or "").startswith(CHILD_SESSION)
