@@ -17,6 +17,7 @@ from orbit_actors.actors.execution import Passivation
 from orbit_actors.history.events import Event
 from orbit_actors.runtime import Runtime, RuntimeConfig, open_runtime
 from orbit_actors.testing import FakeWorker, MemoryStore
+from orbit_actors.wire import messages as wire
 
 from .conftest import workflow
 
@@ -138,6 +139,7 @@ async def test_a_late_result_reaches_a_passivated_execution_as_it_would_a_live_o
                     assert dormant(runtime, "late")
                 answer = await worker.complete(task.token, {"late": True})
                 nursery.cancel_scope.cancel()
+            assert isinstance(answer, wire.Ack)
             return (answer.accepted, answer.reason), shape(await runtime.history("late"))
 
     assert await scenario(IDLE) == await scenario(None)
