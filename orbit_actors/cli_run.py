@@ -17,6 +17,7 @@ import trio
 from .decide.transitions import ServerLimits
 from .errors import InvalidRequestError
 from .ir.durations import parse_duration
+from .actors.execution import Passivation
 from .runtime import RuntimeConfig
 
 log = logging.getLogger("orbit")
@@ -35,6 +36,9 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-payload-bytes", type=int, default=limits.max_payload_bytes)
     parser.add_argument("--session-timeout", default="30s", help="a duration (30s, 2m)")
     parser.add_argument("--heartbeat-interval", default="5s", help="a duration")
+    parser.add_argument("--passivate-after", default="10s",
+                        help="an execution with nothing near to do leaves memory after this "
+                             "long without a command (a duration; 0s: never)")  # fmt: skip
     parser.add_argument("--synchronous", choices=["full", "normal"], default="full",
                         help="SQLite durability: full survives power loss (default)")  # fmt: skip
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
@@ -67,6 +71,7 @@ def server_options(args: argparse.Namespace) -> Any:
     try:
         session_timeout = parse_duration(args.session_timeout)
         heartbeat = parse_duration(args.heartbeat_interval)
+        passivate_after = parse_duration(args.passivate_after)
     except ValueError as exc:
         raise InvalidRequestError(str(exc)) from None
     host, _, port = args.bind.rpartition(":")
@@ -80,6 +85,7 @@ def server_options(args: argparse.Namespace) -> Any:
         heartbeat_interval_ms=heartbeat,
         session_timeout_ms=session_timeout,
         enable_http_adapter=args.enable_http_adapter,
+        passivation=Passivation(idle_s=passivate_after / 1000) if passivate_after else None,
     )
     if (args.certfile is None) != (args.keyfile is None):
         raise InvalidRequestError("TLS needs both --certfile and --keyfile")

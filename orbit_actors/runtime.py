@@ -223,6 +223,7 @@ def _snapshot(parts: _Parts) -> Snapshot:
     stats = parts.supervisor.stats
     return Snapshot(
         active_executions=len(parts.registry),
+        resident_executions=parts.registry.resident,
         quarantined_executions=len(parts.registry.quarantined),
         workers_connected=sum(1 for s in sessions if s.connection is not None),
         worker_sessions=len(parts.sessions.sessions),

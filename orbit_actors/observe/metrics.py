@@ -49,6 +49,7 @@ class Snapshot:
 
     active_executions: int
     quarantined_executions: int
+    resident_executions: int
     workers_connected: int
     worker_sessions: int
     queue_depth: dict[str, int]  # task name -> units waiting for a worker
@@ -197,8 +198,13 @@ class _Gauges(Collector):
     def collect(self) -> Iterator[Metric]:
         s = self._snapshot()
         yield _gauge(
-            "orbit_active_executions", "Executions with a live actor.", s.active_executions
-        )
+            "orbit_active_executions", "Executions running (in memory or passivated).",
+            s.active_executions,
+        )  # fmt: skip
+        yield _gauge(
+            "orbit_resident_executions", "Running executions with an actor in memory.",
+            s.resident_executions,
+        )  # fmt: skip
         yield _gauge("orbit_quarantined_executions", "Executions quarantined (repeated crashes).",
                      s.quarantined_executions)  # fmt: skip
         yield _gauge("orbit_workers_connected", "Worker sessions with a live connection.",
