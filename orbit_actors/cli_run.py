@@ -14,10 +14,10 @@ from typing import Any
 
 import trio
 
+from .actors.execution import Passivation
 from .decide.transitions import ServerLimits
 from .errors import InvalidRequestError
 from .ir.durations import parse_duration
-from .actors.execution import Passivation
 from .runtime import RuntimeConfig
 
 log = logging.getLogger("orbit")

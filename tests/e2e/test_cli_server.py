@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,29 @@ def test_a_server_that_cannot_bind_says_so_in_one_line(
         )  # fmt: skip
         assert result.returncode == 1 and result.stderr.startswith(message), result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_a_second_server_on_the_same_file_exits_naming_the_first(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    assert server.process is not None
+    result = subprocess.run(
+        [sys.executable, "-m", "orbit_actors.cli", "server", "--db", str(server.db), "--bind",
+         "127.0.0.1:0"], capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"error: {server.db} is already served by another Orbit server (pid "
+        f"{server.process.pid}); stop it first, or give this server another --db"
+    )
+    assert server.client().ready()  # the first goes on
+
+
+def test_a_sigkilled_servers_lock_is_gone_with_it(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path).start()
+    server.kill(signal.SIGKILL)
+    server.start()  # on the same file, at once
+    try:
+        assert server.client().ready()
+    finally:
+        server.stop()

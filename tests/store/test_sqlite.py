@@ -346,3 +346,13 @@ def test_a_full_disk_raises_storage_error_leaves_nothing_and_recovers(tmp_path: 
     assert out["after_recovery"] == 2003
     conn = sqlite3.connect(tmp_path / "full.db")
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+async def test_a_file_is_held_by_one_store_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "orbit.db"
+    async with open_sqlite_store(path):
+        with pytest.raises(StoreOpenError, match=rf"\(pid {os.getpid()}\); stop it first"):
+            async with open_sqlite_store(path):
+                pass
+    async with open_sqlite_store(path):  # released on close
+        pass

@@ -30,7 +30,8 @@ from ..base import (
 )
 from ..cursor import clamp_limit, decode_cursor, encode_cursor
 from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher, CommitWork
-from .schema import Synchronous, connect, prepare
+from .lock import exclusive
+from .schema import StoreOpenError, Synchronous, connect, prepare
 from .writer import GroupWriter
 
 T = TypeVar("T")
@@ -42,10 +43,23 @@ TOUCH_INTERVAL_MS = 1000
 async def open_sqlite_store(
     path: str | Path, *, synchronous: Synchronous = "full", group_commit: bool = True
 ) -> AsyncIterator[SqliteStore]:
-    """Open (creating or migrating) the Orbit database at ``path``. ``synchronous="normal"``
-    is faster but may lose the last commits on a power failure (never on a process crash).
-    ``group_commit=False`` writes one transaction per commit (for comparison only)."""
+    """Open (creating or migrating) the Orbit database at ``path``, held by this process alone
+    until closed (another opening it meanwhile gets StoreOpenError naming this pid).
+    ``synchronous="normal"`` is faster but may lose the last commits on a power failure (never
+    on a process crash). ``group_commit=False`` writes one transaction per commit (for
+    comparison only)."""
     path = Path(path)
+    if path.is_dir():
+        raise StoreOpenError(f"{path} is a directory; give --db the path of a database file")
+    with exclusive(path):
+        async with _opened(path, synchronous, group_commit) as store:
+            yield store
+
+
+@asynccontextmanager
+async def _opened(
+    path: Path, synchronous: Synchronous, group_commit: bool
+) -> AsyncIterator[SqliteStore]:
     await trio.to_thread.run_sync(prepare, path, synchronous)
     writer = GroupWriter(
         lambda: connect(path, synchronous, writer=True),
