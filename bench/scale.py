@@ -1,6 +1,7 @@
 """Executions waiting on a signal (7-day timeout) in a real server process: RSS per waiting
-execution once they have left memory, then SIGKILL and restart on the same file — the time to
-``/readyz`` and to the first completed signal. Ends with one JSON line.
+execution once they have left memory, no-op throughput with them waiting against none, then
+SIGKILL and restart on the same file — the time to ``/readyz`` and to the first completed
+signal. Ends with one JSON line.
 
     .venv/bin/python bench/scale.py --n 10000 [--n 100000]
 """
@@ -23,7 +24,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orbit_actors.client import AsyncClient, Client  # noqa: E402
+from bench.e2e import THREE, Http, load  # noqa: E402
+from orbit_actors.client import Client  # noqa: E402
 
 WAITS = """
 workflow: waits
@@ -62,29 +64,49 @@ def metric(url: str, name: str) -> float:
     return -1.0
 
 
-async def fill(url: str, n: int, in_flight: int = 200) -> None:
-    limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
-    async with AsyncClient(url, limits=limits, timeout=120) as client:
-        sender, receiver = trio.open_memory_channel[int](0)
+async def fill(url: str, n: int, in_flight: int = 100) -> None:
+    """Start ``n`` waiting executions over ``in_flight`` connections of the lean client of
+    ``bench/e2e.py`` (filling is not what is measured here)."""
+    sender, receiver = trio.open_memory_channel[int](0)
 
-        async def starter() -> None:
-            async for i in receiver:
-                await client.start("waits", execution_id=f"wait-{i}")
+    async def starter() -> None:
+        http = await Http.open(url)
+        async for i in receiver:
+            status, body = await http.request(
+                "POST", "/v1/executions", {"workflow": "waits", "execution_id": f"wait-{i}"}
+            )
+            assert status == 201, body
+        await http.stream.aclose()
 
-        async with trio.open_nursery() as nursery:
-            for _ in range(in_flight):
-                nursery.start_soon(starter)
-            async with sender:
-                for i in range(n):
-                    await sender.send(i)
+    async with trio.open_nursery() as nursery:
+        for _ in range(in_flight):
+            nursery.start_soon(starter)
+        async with sender:
+            for i in range(n):
+                await sender.send(i)
+
+
+def noop_rate(url: str, total: int = 2000) -> float:
+    """Executions/s of 3 no-op steps each, 200 in flight (bench/e2e.py's load)."""
+    rate: float = trio.run(load, url, total, 200)[0]
+    return rate
 
 
 def run(n: int, folder: Path) -> dict[str, float]:
     db = folder / "scale.db"
     server, url, _ = start_server(db)
+    worker = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "noop_worker.py")],
+        env={**os.environ, "ORBIT_URL": url}, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
     try:
+        with Client(url) as client:
+            client.deploy(WAITS)
+            client.deploy(THREE)
+        trio.run(load, url, 300, 50)  # warm up, and the worker registered
+        idle_rate = noop_rate(url)
+        time.sleep(2)  # what the no-op load left behind leaves memory
         baseline = rss_bytes(server.pid)
-        Client(url).deploy(WAITS)
         began = time.perf_counter()
         trio.run(fill, url, n)
         print(f"{n:,} started in {time.perf_counter() - began:.1f} s", flush=True)
@@ -93,9 +115,14 @@ def run(n: int, folder: Path) -> dict[str, float]:
             time.sleep(0.5)
         rss = (rss_bytes(server.pid) - baseline) / n
         print(f"RSS per waiting execution (passivated): {rss:,.0f} bytes", flush=True)
+        loaded_rate = noop_rate(url)
+        ratio = loaded_rate / idle_rate
+        print(f"no-op executions/s: {idle_rate:,.0f} with none waiting, {loaded_rate:,.0f} with "
+              f"{n:,} waiting (ratio {ratio:.2f})", flush=True)  # fmt: skip
     finally:
         server.send_signal(signal.SIGKILL)
         server.wait()
+        worker.kill()
     began = time.perf_counter()
     server, url, _ = start_server(db)
     try:
@@ -107,7 +134,10 @@ def run(n: int, folder: Path) -> dict[str, float]:
             first = time.perf_counter() - signalled
         print(f"restart: ready in {ready:.2f} s, first signal completed {first * 1000:.0f} ms "
               f"after ready", flush=True)  # fmt: skip
-        return {"ready_s": ready, "first_signal_ms": first * 1000, "rss_per_waiting": rss}
+        return {
+            "ready_s": ready, "first_signal_ms": first * 1000, "rss_per_waiting": rss,
+            "ratio": ratio,
+        }  # fmt: skip
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait()
@@ -126,6 +156,7 @@ def main() -> None:
         found[f"ready_s_{tag}"] = round(figures["ready_s"], 2)
         found[f"first_signal_ms_{tag}"] = round(figures["first_signal_ms"], 1)
         found["rss_bytes_per_waiting"] = round(figures["rss_per_waiting"])
+        found[f"throughput_ratio_{tag}_waiting"] = round(figures["ratio"], 2)
     print(json.dumps(found))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import cel
+from .cel_engine import cel
 
 _TEMPLATE = re.compile(r"\$\{\s*(.*?)\s*\}", re.DOTALL)
 _TOKEN = re.compile(
