@@ -9,7 +9,7 @@ leaves nothing of itself visible.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from ..history.events import Event
 
@@ -61,10 +61,10 @@ class ExecutionRow:
     busy: bool = True  # something in flight or ready: a restart brings it back at once
 
 
-@dataclass(frozen=True, slots=True)
-class WakeEntry:
+class WakeEntry(NamedTuple):
     """One running execution in the wake-up index: when it next needs deciding on its own,
-    whether a restart must bring it back at once, and whether it is a root (no parent)."""
+    whether a restart must bring it back at once, and whether it is a root (no parent). A
+    tuple: a restart reads one per running execution."""
 
     execution_id: str
     wake_at_ms: int | None

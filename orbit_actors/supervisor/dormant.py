@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 
 import trio
 
@@ -51,10 +51,15 @@ class Dormant:
                 self._changed.set()
             heapq.heappush(self._heap, (wake_at_ms, execution_id))
 
-    def load(self, entries: Iterable[WakeEntry]) -> None:
-        """Add every entry of the store's wake-up index."""
-        for entry in entries:
-            self.add(entry.execution_id, entry.wake_at_ms, entry.root)
+    def load(self, entries: Sequence[WakeEntry]) -> None:
+        """Add every entry of the store's wake-up index (in bulk: a restart loads them all)."""
+        self._wake_at.update((e.execution_id, e.wake_at_ms) for e in entries)
+        self._children.update(e.execution_id for e in entries if not e.root)
+        self._heap.extend(
+            (e.wake_at_ms, e.execution_id) for e in entries if e.wake_at_ms is not None
+        )
+        heapq.heapify(self._heap)
+        self._changed.set()
 
     def pop(self, execution_id: str) -> bool | None:
         """Take ``execution_id`` out: whether it is a root, or None when it was not here."""

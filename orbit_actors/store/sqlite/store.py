@@ -168,7 +168,7 @@ class SqliteStore:
                 "FROM executions WHERE status = 'running' ORDER BY ord"
             ).fetchall()
         )
-        return [WakeEntry(i, wake, bool(busy), bool(root)) for i, wake, busy, root in rows]
+        return list(map(WakeEntry._make, rows))  # busy and root come as 0 or 1
 
     async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:
         """The current run's events of each execution, in one read."""
