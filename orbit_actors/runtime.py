@@ -116,6 +116,7 @@ async def open_runtime(
         index = await store.wake_index()
         parts.registry.dormant.load(index)
         await nursery.start(parts.registry.dormant.run)
+        parts.sessions.recovering = True  # before any worker can register
         nursery.start_soon(_recover_busy, parts, [e.execution_id for e in index if e.busy])
         await nursery.start(parts.scheduler.run)
         try:
@@ -199,7 +200,6 @@ def _wire(
 async def _recover_busy(parts: _Parts, execution_ids: list[str]) -> None:
     """After a restart, bring back in the background what had work in flight; meanwhile a worker
     may resume a session whose tokens are not known yet."""
-    parts.sessions.recovering = True
     try:
         await parts.supervisor.recover_busy(execution_ids)
     finally:

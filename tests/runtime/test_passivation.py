@@ -217,3 +217,45 @@ async def test_what_had_work_in_flight_comes_back_by_itself_after_a_restart(
             await nursery.start(worker.serve)
             assert (await runtime.wait("busy", 60)).status == "completed"
             nursery.cancel_scope.cancel()
+
+
+class GatedStore(MemoryStore):
+    """A memory store whose batch reads wait while ``gate`` is set."""
+
+    gate: trio.Event | None = None
+
+    async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:
+        if self.gate is not None:
+            await self.gate.wait()
+        return await super().histories(execution_ids)
+
+
+async def test_a_worker_resuming_before_its_execution_is_back_gets_its_task_again(
+    autojump_clock: MockClock,
+) -> None:
+    store, clock = GatedStore(), Clock()
+    async with open_runtime(store, config(), clock) as runtime:
+        await runtime.register_definition(SLOW_RETRY)
+        await runtime.start("wf", execution_id="held")
+        worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(worker.serve)
+            task = await worker.first_task()
+            nursery.cancel_scope.cancel()
+        session_id = worker.session_id
+    store.gate = trio.Event()
+    async with open_runtime(store, config(), clock) as runtime:
+        back = FakeWorker(runtime, "w1", [("t", "1")])
+        answer = await back.register(resume=session_id)
+        assert isinstance(answer, wire.Registered) and answer.resumed
+        assert answer.worker_session_id == session_id
+        assert not [m for m in back.received if isinstance(m, wire.Task)]  # not back yet
+        store.gate.set()
+        with trio.fail_after(30):
+            while not [m for m in back.received if isinstance(m, wire.Task)]:
+                await trio.sleep(0.01)
+        pushed = [m for m in back.received if isinstance(m, wire.Task)]
+        assert [t.token for t in pushed] == [task.token]
+        ack = await back.complete(task.token, {"n": 1})
+        assert isinstance(ack, wire.Ack) and ack.accepted
+        assert (await runtime.wait("held", 10)).status == "completed"
