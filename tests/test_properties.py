@@ -11,6 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orbit_actors.decide import decide
+from orbit_actors.decide.decider import next_wakeup
+from orbit_actors.decide.invocation import CHILD_SESSION, unit_kind
+from orbit_actors.decide.rest import rest_of
 from orbit_actors.history import TERMINAL_TYPES, ExecutionState, event_from_json, replay
 from orbit_actors.history.events import event_to_json
 from orbit_actors.ir import compile_source
@@ -199,3 +202,25 @@ def _assert_well_formed(history: list[Any]) -> None:
     assert [e.seq for e in history] == list(range(1, len(history) + 1))
     terminal = [i for i, e in enumerate(history) if e.type in TERMINAL_TYPES]
     assert terminal in ([], [len(history) - 1])
+
+
+@SETTINGS
+@given(definitions(), actions, st.lists(st.integers(0, 9), max_size=4))
+def test_an_execution_rests_exactly_when_nothing_run_is_in_hand(
+    text: str, plan: list[Action], items: list[int]
+) -> None:
+    d = Driver(compile_source(text)).start({"items": items})
+    drive(d, plan)
+    state, definition = d.state, d.definition
+    rest = rest_of(state, definition)
+    in_hand = [
+        u for u in state.units.values()
+        if u.status in {"scheduled", "dispatched", "attempt_failed", "uncertain"}
+        and unit_kind(definition, u) in {"task", "http", "workflow"}
+    ]  # fmt: skip
+    at_children = [u for u in in_hand if (u.session or "").startswith(CHILD_SESSION)]
+    assert rest.wake_at_ms == next_wakeup(state, definition)
+    if state.started and not state.finished:
+        assert rest.busy == bool(in_hand)
+        assert rest.rests == (len(at_children) == len(in_hand))
+    assert rest_of(replay(d.history), definition) == rest  # what a restart reads back

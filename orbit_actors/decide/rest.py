@@ -14,6 +14,7 @@ once, so their attempts turn uncertain and are redelivered as before.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 from ..history.state import ExecutionState, Unit
 from ..ir.plan import CompiledDefinition
@@ -41,7 +42,9 @@ def rest_of(state: ExecutionState, definition: CompiledDefinition) -> Rest:
     if state.finished or not state.started:
         return Rest(wake, busy=not state.finished, rests=False)
     busy = False
-    for unit in state.units.values():
+    units = state.units
+    for key in chain(state.inflight, state.cleanup_inflight):  # the unresolved units only
+        unit = units[key]
         if unit.status in _IN_HAND and unit_kind(definition, unit) in RUN_KINDS:
             if not _at_a_child(unit):
                 return Rest(wake, busy=True, rests=False)
