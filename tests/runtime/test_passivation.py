@@ -67,6 +67,21 @@ async def passivated(runtime: Runtime, execution_id: str) -> None:
     assert dormant(runtime, execution_id) and not resident(runtime, execution_id)
 
 
+async def completed(runtime: Runtime, execution_id: str, within: float) -> None:
+    """A worker serves the execution's tasks until it completes."""
+    worker = FakeWorker(runtime, "w", [("t", "1")])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(worker.serve)
+        assert (await runtime.wait(execution_id, within)).status == "completed"
+        nursery.cancel_scope.cancel()
+
+
+async def timers_fired(runtime: Runtime, execution_id: str, since_ms: int) -> list[int]:
+    """When the execution's timers fired, in ms since ``since_ms``."""
+    events = await runtime.history(execution_id)
+    return [e.timestamp_ms - since_ms for e in events if e.type == "TimerFired"]
+
+
 def shape(events: list[Event]) -> list[tuple[str, int]]:
     """Each event's type and time since the first."""
     return [(e.type, e.timestamp_ms - events[0].timestamp_ms) for e in events]
@@ -114,13 +129,8 @@ async def test_its_timer_fires_on_time_after_passivation(
     began = runtime.clock.now_ms()
     await runtime.start("wf", execution_id="n")
     await passivated(runtime, "n")
-    worker = FakeWorker(runtime, "w", [("t", "1")])
-    async with trio.open_nursery() as nursery:
-        await nursery.start(worker.serve)
-        assert (await runtime.wait("n", 3600 + 60)).status == "completed"
-        nursery.cancel_scope.cancel()
-    fired = [e for e in await runtime.history("n") if e.type == "TimerFired"]
-    assert [e.timestamp_ms - began for e in fired] == [3_600_000]
+    await completed(runtime, "n", within=3600 + 60)
+    assert await timers_fired(runtime, "n", since_ms=began) == [3_600_000]
 
 
 async def test_a_late_result_reaches_a_passivated_execution_as_it_would_a_live_one(
@@ -179,13 +189,8 @@ async def test_after_a_restart_executions_stay_dormant_until_needed(
         await runtime.start("wf", execution_id="sleeper")
     async with open_runtime(store, config(), clock) as runtime:
         assert dormant(runtime, "sleeper") and not resident(runtime, "sleeper")
-        worker = FakeWorker(runtime, "w", [("t", "1")])
-        async with trio.open_nursery() as nursery:
-            await nursery.start(worker.serve)
-            assert (await runtime.wait("sleeper", 3600 + 60)).status == "completed"
-            nursery.cancel_scope.cancel()
-        fired = [e for e in await runtime.history("sleeper") if e.type == "TimerFired"]
-        assert [e.timestamp_ms - began for e in fired] == [3_600_000]
+        await completed(runtime, "sleeper", within=3600 + 60)
+        assert await timers_fired(runtime, "sleeper", since_ms=began) == [3_600_000]
 
 
 async def test_a_restart_with_10000_waiting_serves_a_signal_without_bringing_back_the_rest(
@@ -212,11 +217,7 @@ async def test_what_had_work_in_flight_comes_back_by_itself_after_a_restart(
         await runtime.register_definition(SLOW_RETRY)
         await runtime.start("wf", execution_id="busy")
     async with open_runtime(store, config()) as runtime:
-        worker = FakeWorker(runtime, "w", [("t", "1")])
-        async with trio.open_nursery() as nursery:
-            await nursery.start(worker.serve)
-            assert (await runtime.wait("busy", 60)).status == "completed"
-            nursery.cancel_scope.cancel()
+        await completed(runtime, "busy", within=60)
 
 
 class GatedStore(MemoryStore):
