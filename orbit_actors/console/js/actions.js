@@ -10,14 +10,25 @@ function outcomeArea() {
   return h("div", { class: "outcome", "aria-live": "polite" });
 }
 
+// Successes are told in the section's own status line (`notice`), which outlives the forms: an
+// accepted signal or cancel usually ends the execution, and its forms go away with it.
+let notice = null;
+
 async function attempt(area, action, success) {
   replace(area);
+  if (notice) replace(notice);
   try {
     const answer = await action();
-    replace(area, h("p", { class: "ok", role: "status" }, success(answer)));
+    if (notice) replace(notice, h("p", { class: "ok" }, success(answer)));
   } catch (error) {
     replace(area, errorBox(error));
   }
+}
+
+/** The status line the actions report their successes in. */
+export function actionNotice() {
+  notice = h("div", { role: "status", class: "notice" });
+  return notice;
 }
 
 function signalForm(executionId, name, schema, changed) {

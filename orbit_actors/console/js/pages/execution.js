@@ -12,7 +12,7 @@ import { stepStates } from "../steps.js";
 import { stepGraph } from "../graph.js";
 import { unitSections } from "../units.js";
 import { timeline, FIRST_ROWS } from "../timeline.js";
-import { actions } from "../actions.js";
+import { actions, actionNotice } from "../actions.js";
 import { errorView } from "../errorview.js";
 import { eventTable } from "../events.js";
 
@@ -33,7 +33,7 @@ export function renderExecution(main, route) {
     h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: "#/executions" }, "Executions"), " / ",
       h("span", { class: "mono" }, id)),
     h("h1", { class: "mono break" }, id), parts.header, parts.problem,
-    section("Actions", "h-actions", parts.actions),
+    section("Actions", "h-actions", actionNotice(), parts.actions),
     section("Steps", "h-steps", parts.graph, parts.units),
     section("Timeline", "h-timeline", parts.runs, parts.timeline),
     section("Input, output and error", "h-io", parts.io),
@@ -70,9 +70,10 @@ async function tick(view, parts, signal) {
   const history = await api("GET", `/v1/executions/${segment(view.id)}/history`,
     { signal, query: { run: view.run } });
   const now = Date.now();
-  if (changed(view, "detail", detail)) {
+  const ending = history.run === detail.run ? endingOf(history.events) : null;
+  if (changed(view, "detail", [detail, ending])) {
     replace(parts.header, header(detail));
-    replace(parts.io, inputOutput(detail));
+    replace(parts.io, inputOutput(detail, ending));
     replace(parts.signals, pendingSignals(detail));
     replace(parts.children, children(detail));
   }
@@ -145,12 +146,23 @@ function runSelector(view, detail, shownRun) {
   return h("div", { class: "field inline" }, h("label", { for: "run-select" }, "Run (continue-as-new)"), select);
 }
 
-function inputOutput(detail) {
+/** How a run ended when the detail carries no error: a cancel's reason, a run timeout. */
+function endingOf(events) {
+  const last = events[events.length - 1];
+  if (!last) return null;
+  if (last.type === "WorkflowCancelled") return { code: "CANCELLED", message: last.reason };
+  if (last.type === "WorkflowTimedOut") return { code: "TIMED_OUT", message: "the run's timeout passed" };
+  return null;
+}
+
+function inputOutput(detail, ending) {
+  const error = detail.error || ending;
   return [
     h("div", {}, h("h3", {}, "Input"), jsonBlock(detail.input, "input")),
     h("div", {}, h("h3", {}, "Output"), detail.output === null && detail.status !== "completed"
-      ? h("p", { class: "muted" }, "none yet") : jsonBlock(detail.output, "output")),
-    detail.error ? h("div", { class: "wide" }, h("h3", {}, "Error"), errorView(detail.error)) : null,
+      ? h("p", { class: "muted" }, detail.status === "running" ? "none yet" : "none")
+      : jsonBlock(detail.output, "output")),
+    error ? h("div", { class: "wide" }, h("h3", {}, "Error"), errorView(error)) : null,
   ];
 }
 
