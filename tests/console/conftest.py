@@ -118,3 +118,24 @@ def _note_policy(text: str, errors: list[str]) -> None:
 def example_input(name: str) -> Any:
     """The input file of an example."""
     return json.loads((EXAMPLES / "inputs" / f"{name}.json").read_text())
+
+
+def serious_violations(page: Any, axe_source: str) -> list[str]:
+    """axe-core's serious and critical findings on the page as it is now (WCAG 2 A and AA)."""
+    page.evaluate(
+        axe_source
+    )  # evaluated by the test: the page's own policy allows no inline script
+    found = page.evaluate(
+        """async () => (await axe.run(document, {runOnly: ["wcag2a", "wcag2aa", "best-practice"]}))
+             .violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+             .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)"""
+    )
+    return list(found)
+
+
+def screenshot_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where page screenshots go: $ORBIT_CONSOLE_SCREENSHOTS, or a temporary folder."""
+    wanted = os.environ.get("ORBIT_CONSOLE_SCREENSHOTS")
+    folder = Path(wanted) if wanted else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -3,11 +3,12 @@
 /** A timestamp (ms) in the browser's time zone, or in `timeZone` when given. */
 export function when(ms, timeZone) {
   if (ms === null || ms === undefined) return "—";
-  const options = { dateStyle: "medium", timeStyle: "medium" };
-  if (timeZone) options.timeZone = timeZone;
+  // dateStyle cannot be combined with timeZoneName, so the fields are spelled out
+  const options = { year: "numeric", month: "short", day: "numeric", hour: "numeric",
+    minute: "2-digit", second: "2-digit" };
+  if (timeZone) Object.assign(options, { timeZone, timeZoneName: "short" });
   try {
-    return new Intl.DateTimeFormat(undefined, { ...options, timeZoneName: timeZone ? "short" : undefined })
-      .format(new Date(ms));
+    return new Intl.DateTimeFormat(undefined, options).format(new Date(ms));
   } catch {
     return new Date(ms).toISOString();
   }

@@ -34,7 +34,7 @@ export function renderExecution(main, route) {
       h("span", { class: "mono" }, id)),
     h("h1", { class: "mono break" }, id), parts.header, parts.problem,
     section("Actions", "h-actions", actionNotice(), parts.actions),
-    section("Steps", "h-steps", parts.graph, parts.units),
+    section("Steps", "h-steps", h("div", { class: "steps-layout" }, parts.graph, parts.units)),
     section("Timeline", "h-timeline", parts.runs, parts.timeline),
     section("Input, output and error", "h-io", parts.io),
     section("Pending signals", "h-signals", parts.signals),

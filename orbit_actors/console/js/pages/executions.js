@@ -28,7 +28,7 @@ export function renderExecutions(main, route) {
     filterForm(filters),
     problem,
     h("div", { class: "table-wrap" },
-      h("table", { class: "executions" },
+      h("table", { class: "executions stack" },
         h("caption", { class: "visually-hidden" }, "Executions, newest first"),
         h("thead", {}, h("tr", {}, ["Execution", "Workflow", "Status", "Run", "Started", "Took",
           "Parent"].map((name) => h("th", { scope: "col" }, name)))),
@@ -105,14 +105,15 @@ function filterForm(filters) {
 function row(execution) {
   const took = execution.closed_at_ms && execution.started_at_ms
     ? duration(execution.closed_at_ms - execution.started_at_ms) : "—";
+  const cell = (label, ...content) => h("td", { "data-label": label }, ...content);
   return h("tr", { "data-id": execution.execution_id },
-    h("td", {}, executionLink(execution.execution_id)),
-    h("td", {}, `${execution.workflow}@${execution.version}`),
-    h("td", {}, badge(execution.status)),
-    h("td", {}, String(execution.run)),
-    h("td", {}, h("time", { datetime: iso(execution.started_at_ms) }, when(execution.started_at_ms))),
-    h("td", {}, took),
-    h("td", {}, execution.parent_id ? executionLink(execution.parent_id) : "—"));
+    cell("Execution", executionLink(execution.execution_id)),
+    cell("Workflow", `${execution.workflow}@${execution.version}`),
+    cell("Status", badge(execution.status)),
+    cell("Run", String(execution.run)),
+    cell("Started", h("time", { datetime: iso(execution.started_at_ms) }, when(execution.started_at_ms))),
+    cell("Took", took),
+    cell("Parent", execution.parent_id ? executionLink(execution.parent_id) : "—"));
 }
 
 function pagerLinks(filters, nextCursor) {

@@ -6,15 +6,16 @@ import { ago, when } from "../format.js";
 import { Poller } from "../live.js";
 
 function workerRow(worker) {
+  const cell = (label, ...content) => h("td", { "data-label": label }, ...content);
   return h("tr", { "data-worker": worker.worker_id },
-    h("td", { class: "mono" }, worker.worker_id),
-    h("td", {}, h("span", { class: `badge ${worker.online ? "status-online" : "status-offline"}` },
+    h("td", { class: "mono", "data-label": "Worker" }, worker.worker_id),
+    cell("State", h("span", { class: `badge ${worker.online ? "status-online" : "status-offline"}` },
       worker.online ? "online" : "offline")),
-    h("td", {}, String(worker.sessions)),
-    h("td", {}, String(worker.inflight)),
-    h("td", {}, `${worker.runtime} · ${worker.sdk}`),
-    h("td", {}, h("span", { title: when(worker.last_seen_ms) }, ago(worker.last_seen_ms))),
-    h("td", {}, h("details", {}, h("summary", {}, `${worker.contracts.length} contracts`),
+    cell("Sessions", String(worker.sessions)),
+    cell("In flight", String(worker.inflight)),
+    cell("Runtime", `${worker.runtime} · ${worker.sdk}`),
+    cell("Last seen", h("span", { title: when(worker.last_seen_ms) }, ago(worker.last_seen_ms))),
+    cell("Contracts", h("details", {}, h("summary", {}, `${worker.contracts.length} contracts`),
       h("ul", { class: "plain mono small" }, worker.contracts.map((contract) =>
         h("li", {}, `${contract.task_name}@${contract.contract_version}`))))));
 }
@@ -24,7 +25,7 @@ export function renderWorkers(main) {
   const body = h("tbody", {});
   const problem = h("div", { "aria-live": "polite" });
   replace(main, h("h1", {}, "Workers"), problem,
-    h("div", { class: "table-wrap" }, h("table", {},
+    h("div", { class: "table-wrap" }, h("table", { class: "stack" },
       h("thead", {}, h("tr", {}, ["Worker", "State", "Sessions", "In flight", "Runtime", "Last seen", "Contracts"]
         .map((name) => h("th", { scope: "col" }, name)))), body)));
   let shown = "";
