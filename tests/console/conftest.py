@@ -46,6 +46,11 @@ version: 1.0.0
 tasks: {console.crash: {version: "1"}}
 retry: {max_attempts: 1}
 steps: [{id: boom, task: console.crash, input: {what: the console}}]
+---
+workflow: console-later
+version: 1.0.0
+signals: {go: {type: object}}
+steps: [{id: nap, sleep: 1h}, {id: wait, await: go}]
 """
 
 

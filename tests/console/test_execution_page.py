@@ -129,3 +129,22 @@ def test_an_unknown_execution_shows_the_apis_message(
 ) -> None:
     page.goto(console_server.url + "/#/executions/not-there")
     expect(page.get_by_role("alert")).to_contain_text("NOT_FOUND: execution not found")
+
+
+def test_the_timeline_marks_signals_and_timers(console_server: ServerProcess, page: Any) -> None:
+    execution_id = _open(console_server, page, "approval", example_input("approval"))
+    expect(page.locator(".lane", has_text="decide").locator(".bar-timer")).to_be_visible()
+    with console_server.client() as client:
+        client.signal(execution_id, "decision", {"approved": False, "by": "ada"})
+    expect(page.locator('.mark-signal[aria-label="signal decision"]')).to_be_visible()
+    expect(page.locator(".lane", has_text="decide").locator(".mark-signal")).to_be_visible()
+
+
+def test_a_signal_not_yet_awaited_is_listed_as_pending(
+    console_server: ServerProcess, page: Any
+) -> None:
+    with console_server.client() as client:
+        execution_id = client.start("console-later", input={})["execution_id"]
+        client.signal(execution_id, "go", {"now": True})
+    page.goto(f"{console_server.url}/#/executions/{execution_id}")
+    expect(page.get_by_role("region", name="Pending signals")).to_contain_text("go (#")

@@ -93,3 +93,15 @@ def test_the_servers_page_shows_this_server_when_the_api_lists_none(
 def test_an_unknown_page_says_so(console_server: ServerProcess, page: Any) -> None:
     page.goto(console_server.url + "/#/nowhere")
     expect(page.get_by_role("alert")).to_contain_text("there is no page #/nowhere")
+
+
+def test_the_skip_link_moves_the_focus_to_the_page(
+    console_server: ServerProcess, page: Any
+) -> None:
+    page.goto(console_server.url + "/#/workers")
+    expect(page.get_by_role("heading", name="Workers")).to_be_visible()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("main")).to_be_focused()
+    expect(page).to_have_url(re.compile(r"#/workers$"))

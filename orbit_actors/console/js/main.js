@@ -70,6 +70,10 @@ async function boot() {
     show();
     main.focus({ preventScroll: true });
   });
+  document.getElementById("skip").addEventListener("click", (event) => {
+    event.preventDefault(); // "#main" is not a route: move the focus instead of the hash
+    main.focus();
+  });
   signOut.addEventListener("click", () => {
     forgetToken();
     askForToken(null);

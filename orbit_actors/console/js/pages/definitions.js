@@ -18,14 +18,14 @@ export function renderDefinitions(main, route) {
       byName.get(definition.name).push(definition);
     }
     const rows = [...byName.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, versions]) =>
-      h("tr", {}, h("td", {}, h("a", { href: href(`/definitions/${encodeURIComponent(name)}`) }, name)),
-        h("td", {}, h("ul", { class: "plain versions" }, versions.map((d) => h("li", {},
+      h("tr", {}, h("td", { "data-label": "Workflow" }, h("a", { href: href(`/definitions/${encodeURIComponent(name)}`) }, name)),
+        h("td", { "data-label": "Versions" }, h("ul", { class: "plain versions" }, versions.map((d) => h("li", {},
           h("a", { href: href(`/definitions/${encodeURIComponent(name)}/${encodeURIComponent(d.version)}`) }, d.version),
           " ", h("span", { class: "mono small muted", title: d.definition_hash }, d.definition_hash.slice(0, 12)))))),
-        h("td", {}, when(Math.max(...versions.map((d) => d.registered_at_ms)))),
-        h("td", {}, h("a", { href: href("/executions", { workflow: name }) }, "executions"))));
+        h("td", { "data-label": "Registered" }, when(Math.max(...versions.map((d) => d.registered_at_ms)))),
+        h("td", { "data-label": "Runs" }, h("a", { href: href("/executions", { workflow: name }) }, `executions of ${name}`))));
     replace(main, h("h1", {}, "Definitions"),
-      rows.length ? h("div", { class: "table-wrap" }, h("table", {},
+      rows.length ? h("div", { class: "table-wrap" }, h("table", { class: "stack" },
         h("thead", {}, h("tr", {}, ["Workflow", "Versions and hashes", "Last registered", "Runs"].map((n) => h("th", { scope: "col" }, n)))),
         h("tbody", {}, rows)))
         : h("p", { class: "muted" }, "Nothing registered yet. Deploy with ", h("code", {}, "orbit deploy FILE"), "."));
