@@ -54,6 +54,17 @@ steps: [{id: nap, sleep: 1h}, {id: wait, await: go}]
 """
 
 
+TOKEN = "console-admin-token"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server behind ``--admin-token TOKEN``."""
+    server = ServerProcess(tmp_path_factory.mktemp("guarded"), "--admin-token", TOKEN).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """A headless Debian chromium (skips when it or Playwright is not installed)."""

@@ -148,3 +148,10 @@ def test_a_signal_not_yet_awaited_is_listed_as_pending(
         client.signal(execution_id, "go", {"now": True})
     page.goto(f"{console_server.url}/#/executions/{execution_id}")
     expect(page.get_by_role("region", name="Pending signals")).to_contain_text("go (#")
+
+
+def test_a_step_skipped_by_its_condition_reads_skipped(
+    console_server: ServerProcess, page: Any
+) -> None:
+    _open(console_server, page, "countdown", {"remaining": 0}, wait=True)
+    expect(page.locator('.graph [data-step="again"]')).to_have_class(re.compile("status-skipped"))

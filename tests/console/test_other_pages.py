@@ -22,28 +22,27 @@ def test_the_workers_page_shows_each_worker_online_with_its_contracts(
     expect(row).to_contain_text("mail.send@1")
 
 
-def _schedule(server: ServerProcess, schedule_id: str, *, paused: bool) -> None:
+def _schedule_card(server: ServerProcess, page: Any, schedule_id: str, *, paused: bool) -> Any:
+    """Create a schedule, open the schedules page; its card."""
     with server.client() as client:
         client.create_schedule(
             schedule_id, cron="0 2 * * *", workflow="console-fan", timezone="Asia/Tokyo",
             input={"items": []}, paused=paused,
         )  # fmt: skip
+    page.goto(server.url + "/#/schedules")
+    return page.locator(f'[data-schedule="{schedule_id}"]')
 
 
 def test_a_schedules_next_occurrences_read_in_its_time_zone(
     console_server: ServerProcess, page: Any
 ) -> None:
-    _schedule(console_server, "tokyo-nightly", paused=False)
-    page.goto(console_server.url + "/#/schedules")
-    card = page.locator('[data-schedule="tokyo-nightly"]')
+    card = _schedule_card(console_server, page, "tokyo-nightly", paused=False)
     expect(card).to_contain_text("Next occurrences (Asia/Tokyo)")
     expect(card.locator("ol li").first).to_contain_text(re.compile(r"2:00:00\sAM GMT\+9"))
 
 
 def test_a_schedule_pauses_and_resumes(console_server: ServerProcess, page: Any) -> None:
-    _schedule(console_server, "pausable", paused=False)
-    page.goto(console_server.url + "/#/schedules")
-    card = page.locator('[data-schedule="pausable"]')
+    card = _schedule_card(console_server, page, "pausable", paused=False)
     card.get_by_role("button", name="Pause").click()
     expect(card.locator(".badge")).to_have_text("paused")
     card.get_by_role("button", name="Resume").click()
@@ -53,9 +52,7 @@ def test_a_schedule_pauses_and_resumes(console_server: ServerProcess, page: Any)
 def test_triggering_a_schedule_links_the_execution_it_started(
     console_server: ServerProcess, page: Any
 ) -> None:
-    _schedule(console_server, "triggered", paused=True)
-    page.goto(console_server.url + "/#/schedules")
-    card = page.locator('[data-schedule="triggered"]')
+    card = _schedule_card(console_server, page, "triggered", paused=True)
     card.get_by_role("button", name="Trigger").click()
     expect(card.locator("ul a").first).to_have_text(re.compile(r"^triggered"))
 

@@ -3,23 +3,14 @@ then sends it as the bearer token."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from ..e2e.harness import ServerProcess
-from .conftest import serious_violations
+from .conftest import TOKEN, serious_violations
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
-TOKEN = "console-secret"
-
-
-@pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path_factory.mktemp("signin"), "--admin-token", TOKEN).start()
-    yield server
-    server.stop()
 
 
 def test_only_the_sign_in_page_shows_without_the_token(guarded: ServerProcess, page: Any) -> None:

@@ -4,22 +4,13 @@ and the API's own paths unchanged beside them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from ..e2e.harness import ServerProcess
-
-TOKEN = "console-admin-token"
-
-
-@pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path_factory.mktemp("static"), "--admin-token", TOKEN).start()
-    yield server
-    server.stop()
+from .conftest import TOKEN
 
 
 def _get(server: ServerProcess, path: str, **headers: str) -> httpx.Response:

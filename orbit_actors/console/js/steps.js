@@ -36,7 +36,11 @@ export function statusOf(units) {
  * handler of `ir`. */
 export function stepStates(ir, detail, events) {
   const fanOut = new Map();
-  for (const event of events) if (event.type === "StepFanOut") fanOut.set(event.step, event.items.length);
+  const skipped = new Set(); // a step skipped by its `when` has no unit
+  for (const event of events) {
+    if (event.type === "StepFanOut") fanOut.set(event.step, event.items.length);
+    else if (event.type === "StepSkipped") skipped.add(event.step);
+  }
   const children = new Map(detail.children.map((child) => [child.key, child.execution_id]));
   const byStep = new Map();
   for (const unit of detail.units) {
@@ -49,7 +53,8 @@ export function stepStates(ir, detail, events) {
     const found = byStep.get(step.id) || { own: [], compensation: [] };
     const total = fanOut.has(step.id) ? fanOut.get(step.id) : (step.for ? null : found.own.length);
     states.set(step.id, {
-      status: step.for && fanOut.get(step.id) === 0 ? "succeeded" : statusOf(found.own),
+      status: skipped.has(step.id) && !found.own.length ? "skipped"
+        : (step.for && fanOut.get(step.id) === 0 ? "succeeded" : statusOf(found.own)),
       units: found.own,
       fanOut: Boolean(step.for),
       succeeded: found.own.filter((unit) => unit.status === "succeeded").length,
