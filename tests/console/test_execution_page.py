@@ -155,3 +155,21 @@ def test_a_step_skipped_by_its_condition_reads_skipped(
 ) -> None:
     _open(console_server, page, "countdown", {"remaining": 0}, wait=True)
     expect(page.locator('.graph [data-step="again"]')).to_have_class(re.compile("status-skipped"))
+
+
+def _as_quarantined(route: Any) -> None:
+    """The server's real detail, marked quarantined (a real server cannot be made to crash an
+    actor from outside, so the answer is changed on its way to the page)."""
+    answer = route.fetch()
+    detail = answer.json()
+    route.fulfill(response=answer, json={**detail, "quarantined": True, "last_error": "it crashed"})
+
+
+def test_a_quarantined_execution_offers_resume(console_server: ServerProcess, page: Any) -> None:
+    with console_server.client() as client:
+        execution_id = client.start("approval", input=example_input("approval"))["execution_id"]
+    page.route(f"**/v1/executions/{execution_id}", _as_quarantined)
+    page.goto(f"{console_server.url}/#/executions/{execution_id}")
+    expect(page.locator(".summary")).to_contain_text("quarantined")
+    page.get_by_role("button", name="Resume").click()
+    expect(page.get_by_role("alert")).to_contain_text("NOT_QUARANTINED")

@@ -100,3 +100,11 @@ def test_every_shipped_asset_is_declared_as_package_data() -> None:
         if found.is_file() and found.suffix in (".html", ".css", ".js", ".svg", ".txt"):
             pattern = f'"console/{found.parent.relative_to(folder).as_posix()}/*{found.suffix}"'
             assert pattern.replace("/./", "/") in pyproject, found
+
+
+def test_the_page_preloads_every_module() -> None:
+    folder = Path(__file__).resolve().parents[2] / "orbit_actors" / "console"
+    page = (folder / "index.html").read_text()
+    for module in (folder / "js").rglob("*.js"):
+        name = module.relative_to(folder).as_posix()
+        assert f'<link rel="modulepreload" href="/console/{name}">' in page, name

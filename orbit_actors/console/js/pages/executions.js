@@ -64,7 +64,8 @@ function statusTabs(counts, filters) {
       "aria-current": filters.status === status ? "page" : null, "data-status": status || "all" },
       label, " ", h("span", { class: "count" }, count(n))));
   return [tab("", "All", total),
-    ...STATUSES.map((status) => tab(status, status.replace("_", " "), counts[status] || 0))];
+    ...STATUSES.map((status) => tab(status, status.replace("_", " "), counts[status] || 0)),
+    filters.workflow ? h("li", { class: "muted small" }, "(counts over every workflow)") : null];
 }
 
 function filterForm(filters) {
