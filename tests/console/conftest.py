@@ -47,6 +47,17 @@ tasks: {console.crash: {version: "1"}}
 retry: {max_attempts: 1}
 steps: [{id: boom, task: console.crash, input: {what: the console}}]
 ---
+workflow: console-saga
+version: 1.0.0
+tasks: {console.echo: {version: "1"}, console.crash: {version: "1"}}
+retry: {max_attempts: 2, initial_interval: 100ms}
+steps:
+  - id: book
+    task: console.echo
+    input: {n: 1}
+    compensate: {task: console.echo, input: {undo: 1}}
+  - {id: boom, task: console.crash, input: {what: the saga}}
+---
 workflow: console-later
 version: 1.0.0
 signals: {go: {type: object}}

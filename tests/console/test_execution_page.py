@@ -173,3 +173,17 @@ def test_a_quarantined_execution_offers_resume(console_server: ServerProcess, pa
     expect(page.locator(".summary")).to_contain_text("quarantined")
     page.get_by_role("button", name="Resume").click()
     expect(page.get_by_role("alert")).to_contain_text("NOT_QUARANTINED")
+
+
+def test_a_compensation_shows_on_its_steps_box(console_server: ServerProcess, page: Any) -> None:
+    _open(console_server, page, "console-saga", {}, wait=True)
+    expect(page.locator('.graph [data-step="book"]')).to_contain_text("compensation succeeded")
+
+
+def test_a_retry_shows_as_a_second_bar_after_a_mark(
+    console_server: ServerProcess, page: Any
+) -> None:
+    _open(console_server, page, "console-saga", {}, wait=True)
+    lane = page.locator(".lane", has_text="boom")
+    expect(lane.locator(".mark-retry")).to_have_attribute("aria-label", re.compile("attempt 2"))
+    expect(lane.locator(".bar-failed")).to_have_count(2)
