@@ -30,6 +30,7 @@ AXE_DIR = ROOT / ".cache" / "npm"
 AXE_JS = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
 LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
+BROWSER_CONTEXT = {"locale": "en-US", "timezone_id": "UTC"}  # what the pages print is checked
 TIMEOUT_MS = 20_000  # generous: a shared 2-core machine runs other tests at the same time
 EXAMPLES = ROOT / "examples"
 CONSOLE_DEFINITIONS = """
@@ -126,7 +127,7 @@ def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerP
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A fresh laptop-sized page (its own storage) that fails the test on a script error."""
-    context = browser.new_context(viewport=LAPTOP)
+    context = browser.new_context(viewport=LAPTOP, **BROWSER_CONTEXT)
     context.set_default_timeout(TIMEOUT_MS)
     opened = context.new_page()
     errors: list[str] = []

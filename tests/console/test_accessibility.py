@@ -11,6 +11,7 @@ import pytest
 
 from ..e2e.harness import ServerProcess
 from .conftest import (
+    BROWSER_CONTEXT,
     LAPTOP,
     PHONE,
     TIMEOUT_MS,
@@ -56,7 +57,7 @@ def test_a_page_has_no_serious_accessibility_violations(
     tmp_path_factory: pytest.TempPathFactory, name: str, size: dict[str, int],
 ) -> None:  # fmt: skip
     fragment, ready = PAGES[name]
-    context = browser.new_context(viewport=size)
+    context = browser.new_context(viewport=size, **BROWSER_CONTEXT)
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     try:
