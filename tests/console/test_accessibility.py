@@ -5,6 +5,7 @@ to look at."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -50,6 +51,20 @@ PAGES = {
 }
 
 
+@contextmanager
+def _opened(browser: Any, size: dict[str, int], url: str, ready: str) -> Iterator[Any]:
+    """A page of ``size`` at ``url``, once ``ready`` (a selector) is visible."""
+    context = browser.new_context(viewport=size, **BROWSER_CONTEXT)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    try:
+        page.goto(url)
+        expect(page.locator(ready).first).to_be_visible()
+        yield page
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["laptop", "phone"])
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_a_page_has_no_serious_accessibility_violations(
@@ -71,3 +86,15 @@ def test_a_page_has_no_serious_accessibility_violations(
     finally:
         context.close()
     assert found == []
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_a_page_fits_a_phones_width(
+    console_server: ServerProcess, populated: dict[str, str], browser: Any, name: str
+) -> None:
+    fragment, ready = PAGES[name]
+    with _opened(
+        browser, PHONE, f"{console_server.url}/{fragment.format(**populated)}", ready
+    ) as page:
+        width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"]  # wide content scrolls inside its own box, not the page

@@ -93,3 +93,16 @@ def test_opening_a_known_id_goes_to_its_page(console_server: ServerProcess, page
     page.get_by_label("Open by id").press("Enter")
     expect(page).to_have_url(re.compile(r"#/executions/open-me$"))
     expect(page.get_by_role("heading", name="open-me", exact=True)).to_be_visible()
+
+
+def test_at_a_phones_width_each_row_fits_the_screen(
+    console_server: ServerProcess, page: Any
+) -> None:
+    execution_id = _start(console_server, "approval", example_input("approval"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(console_server.url + "/#/executions")
+    status = page.locator(f'tr[data-id="{execution_id}"] .badge')
+    expect(status).to_be_visible()
+    box = status.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 390
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
