@@ -55,8 +55,9 @@ export function timelineOf(events, now) {
     }
   }
   const start = events.length ? events[0].timestamp_ms : now;
-  const end = Math.max(start + 1, ...events.map((event) => event.timestamp_ms), open.size ? now : 0);
-  for (const bar of open.values()) bar.end = null; // still running: drawn up to now
+  // a loop, not Math.max(...events): a long history would overflow the argument list
+  let end = Math.max(start + 1, open.size ? now : 0);
+  for (const event of events) end = Math.max(end, event.timestamp_ms);
   return { rows: [...rows.values()], start, end };
 }
 
