@@ -94,6 +94,6 @@ export function timeline(events, now, limit = FIRST_ROWS) {
     element: h("div", { class: "timeline" },
       h("div", { class: "axis", "aria-hidden": "true" },
         h("span", {}, when(span.start)), h("span", {}, `+${duration(span.end - span.start)}`)),
-      h("ol", { class: "lanes", "aria-label": "Timeline of this run" }, rows)),
+      h("ol", { class: "lanes", tabindex: "0", "aria-label": "Timeline of this run" }, rows)),
   };
 }

@@ -28,7 +28,9 @@ function unitTable(units, children) {
       `Show all ${units.length} units`) : null);
   };
   show(FIRST_UNITS);
-  return h("div", {}, h("div", { class: "table-wrap" }, h("table", {},
+  // a long list scrolls in its own box (focusable, so the keyboard can scroll it too)
+  return h("div", {}, h("div", { class: "table-wrap scroll", tabindex: "0", role: "region",
+    "aria-label": `Units (${units.length})` }, h("table", {},
     h("thead", {}, h("tr", {}, ["Unit", "Status", "Attempt", "Worker", "Dispatched", "Child", "Error"]
       .map((name) => h("th", { scope: "col" }, name)))), body)), more);
 }
