@@ -61,14 +61,16 @@ export function renderExecution(main, route) {
 
 /** Fetch and redraw what changed; true while the execution can still change. */
 async function tick(view, parts, signal) {
-  const detail = await api("GET", `/v1/executions/${segment(view.id)}`, { signal });
+  // the detail and the history at once; the definition (once) needs the detail's workflow
+  const [detail, history] = await Promise.all([
+    api("GET", `/v1/executions/${segment(view.id)}`, { signal }),
+    api("GET", `/v1/executions/${segment(view.id)}/history`, { signal, query: { run: view.run } }),
+  ]);
   if (!view.ir) {
     const definition = await api("GET",
       `/v1/definitions/${segment(detail.workflow)}/${segment(detail.version)}`, { signal });
     view.ir = definition.ir;
   }
-  const history = await api("GET", `/v1/executions/${segment(view.id)}/history`,
-    { signal, query: { run: view.run } });
   const now = Date.now();
   const ending = history.run === detail.run ? endingOf(history.events) : null;
   if (changed(view, "detail", [detail, ending])) {
