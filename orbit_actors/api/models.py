@@ -91,6 +91,7 @@ class ListQuery(BaseModel):
     workflow: str | None = None
     limit: int = 100
     cursor: str | None = None
+    counts: bool = False  # also answer how many executions the store holds by status
 
 
 class HistoryQuery(BaseModel):
@@ -168,10 +169,12 @@ class Started(BaseModel):
 
 
 class ExecutionList(BaseModel):
-    """``{"executions": […], "next_cursor": …}``."""
+    """``{"executions": […], "next_cursor": …}``; with ``?counts=true`` also ``counts``, the
+    number of executions in the store by status (every workflow, whatever the filters)."""
 
     executions: list[ExecutionSummary]
     next_cursor: str | None
+    counts: dict[str, int] | None = None
 
 
 class History(BaseModel):

@@ -138,7 +138,10 @@ async def list_executions(call: Call) -> Answer:
         status=query.status, workflow=query.workflow, limit=query.limit, cursor=query.cursor
     )
     executions = [body_of(row_summary(row)) for row in page.executions]
-    return 200, {"executions": executions, "next_cursor": page.next_cursor}
+    answer: dict[str, Any] = {"executions": executions, "next_cursor": page.next_cursor}
+    if query.counts:  # the console's status tabs (docs/decisions.md)
+        answer["counts"] = await call.runtime.store.count_by_status()
+    return 200, answer
 
 
 async def describe_execution(call: Call) -> Answer:

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .. import console
 from ..errors import (
     InvalidRequestError,
     OrbitError,
@@ -118,6 +119,8 @@ class OrbitApp:
     async def respond(self, request: Request) -> Response:
         """The answer to ``request``; an unexpected fault is 500 ``INTERNAL``, logged."""
         try:
+            if console.is_console_path(request.path):
+                return _console_file(request)
             refused = _refusal(
                 self._state.credentials, request.path, request.headers.get("authorization")
             )
@@ -168,6 +171,21 @@ class OrbitApp:
         if state.runtime is None or state.draining:
             return json_response(503, {"status": "starting" if not state.draining else "draining"})
         return json_response(200, {"status": "ready"})
+
+
+def _console_file(request: Request) -> Response:
+    """A file of the web console: no token needed (the files hold no data), revalidated by
+    ``ETag``; only paths that name a shipped file exist (:func:`orbit_actors.console.asset`)."""
+    if request.method not in ("GET", "HEAD"):
+        refused = _not_routed(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed")
+        refused.headers.append(("allow", "GET, HEAD"))
+        return refused
+    found = console.asset(request.path)
+    if found is None:
+        return _not_routed(404, "NOT_FOUND", f"no such endpoint: {request.path}")
+    if request.headers.get("if-none-match") == found.etag:
+        return Response(304, headers=found.headers())
+    return Response(200, found.body, content_type=found.content_type, headers=found.headers())
 
 
 def _not_routed(status: int, code: str, message: str) -> Response:
