@@ -117,7 +117,7 @@ def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerP
                WorkerProcess(server, "console-tests", target="tests.console.console_workers:worker")]  # fmt: skip
     _deploy_all(server)
     with server.client() as client:
-        wait_until(lambda: sum(w["online"] for w in client.workers()) == 2, what="both workers")
+        wait_until(lambda: sum(w.online for w in client.workers()) == 2, what="both workers")
     yield server
     for worker in workers:
         worker.stop()

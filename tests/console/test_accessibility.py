@@ -28,9 +28,9 @@ expect = pytest.importorskip("playwright.sync_api", reason="playwright is not in
 def populated(console_server: ServerProcess) -> Iterator[dict[str, str]]:
     """Executions of every kind the pages show: running, failed with a trace, fanned out."""
     with console_server.client() as client:
-        running = client.start("approval", input=example_input("approval"))["execution_id"]
-        crashed = client.start("console-crash", input={})["execution_id"]
-        fanned = client.start("month-end", input=example_input("month_end"))["execution_id"]
+        running = client.start("approval", input=example_input("approval")).execution_id
+        crashed = client.start("console-crash", input={}).execution_id
+        fanned = client.start("month-end", input=example_input("month_end")).execution_id
         for execution_id in (crashed, fanned):
             client.wait(execution_id, timeout=60)
         client.create_schedule("a11y", cron="*/5 * * * *", workflow="console-fan",

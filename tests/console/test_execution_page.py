@@ -16,7 +16,7 @@ expect = pytest.importorskip("playwright.sync_api", reason="playwright is not in
 
 def _open(server: ServerProcess, page: Any, workflow: str, inputs: Any, wait: bool = False) -> str:
     with server.client() as client:
-        execution_id = str(client.start(workflow, input=inputs)["execution_id"])
+        execution_id = str(client.start(workflow, input=inputs).execution_id)
         if wait:
             client.wait(execution_id, timeout=60)
     page.goto(f"{server.url}/#/executions/{execution_id}")
@@ -88,7 +88,7 @@ def test_the_approval_completes_after_its_signal_form_is_sent(
 ) -> None:
     page.goto(console_server.url + "/#/executions")
     with console_server.client() as client:
-        execution_id = client.start("approval", input=example_input("approval"))["execution_id"]
+        execution_id = client.start("approval", input=example_input("approval")).execution_id
     page.locator(f'tr[data-id="{execution_id}"] a').first.click()
     form = page.get_by_role("form", name="Signal decision")
     form.get_by_label("approved").check()
@@ -144,7 +144,7 @@ def test_a_signal_not_yet_awaited_is_listed_as_pending(
     console_server: ServerProcess, page: Any
 ) -> None:
     with console_server.client() as client:
-        execution_id = client.start("console-later", input={})["execution_id"]
+        execution_id = client.start("console-later", input={}).execution_id
         client.signal(execution_id, "go", {"now": True})
     page.goto(f"{console_server.url}/#/executions/{execution_id}")
     expect(page.get_by_role("region", name="Pending signals")).to_contain_text("go (#")
@@ -167,7 +167,7 @@ def _as_quarantined(route: Any) -> None:
 
 def test_a_quarantined_execution_offers_resume(console_server: ServerProcess, page: Any) -> None:
     with console_server.client() as client:
-        execution_id = client.start("approval", input=example_input("approval"))["execution_id"]
+        execution_id = client.start("approval", input=example_input("approval")).execution_id
     page.route(f"**/v1/executions/{execution_id}", _as_quarantined)
     page.goto(f"{console_server.url}/#/executions/{execution_id}")
     expect(page.locator(".summary")).to_contain_text("quarantined")

@@ -19,7 +19,7 @@ def _start(
 ) -> str:
     with server.client() as client:
         started = client.start(workflow, input=inputs, execution_id=execution_id)
-    return str(started["execution_id"])
+    return str(started.execution_id)
 
 
 def test_a_running_execution_is_listed_with_its_status(

@@ -65,7 +65,7 @@ def test_the_definitions_page_lists_versions_and_hashes(
     page.goto(console_server.url + "/#/definitions")
     row = page.locator("tr", has_text="approval")
     expect(row).to_contain_text("1.0.0")
-    expect(row).to_contain_text(known["definition_hash"][:12])
+    expect(row).to_contain_text(known.definition_hash[:12])
 
 
 def test_a_definition_shows_its_source_and_its_running_executions(
@@ -75,7 +75,7 @@ def test_a_definition_shows_its_source_and_its_running_executions(
         started = client.start("approval", input={"request_id": "R-9", "amount": 5})
     page.goto(console_server.url + "/#/definitions/approval/1.0.0")
     expect(page.get_by_label("definition source")).to_contain_text("await: decision")
-    expect(page.get_by_role("link", name=started["execution_id"])).to_be_visible()
+    expect(page.get_by_role("link", name=started.execution_id)).to_be_visible()
 
 
 def test_the_servers_page_shows_this_server_when_the_api_lists_none(
