@@ -25,14 +25,14 @@ from ..errors import (
     OrbitError,
     UnauthenticatedError,
 )
+from ..http.http1 import Request, Response
+from ..http.websocket import WebSocket
 from ..ir.jsontext import compact_json
 from ..runtime import Runtime
 from .api import ENDPOINTS, Call, Endpoint
 from .auth import Credentials
 from .gateway import serve_connection
-from .http1 import Request, Response
 from .openapi import openapi_document
-from .websocket import WebSocket
 
 log = logging.getLogger("orbit.server")
 
@@ -98,7 +98,7 @@ class _Router:
 
 
 class OrbitApp:
-    """The transport's :class:`~orbit_actors.server.transport.Application` for ``state``."""
+    """The transport's :class:`~orbit_actors.http.transport.Application` for ``state``."""
 
     def __init__(self, state: AppState) -> None:
         self._state = state

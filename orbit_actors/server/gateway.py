@@ -18,10 +18,10 @@ import trio
 
 from ..actors.sessions import Connection
 from ..errors import OrbitError
+from ..http.websocket import SocketClosed
 from ..ir.jsontext import compact_json
 from ..runtime import Runtime
 from ..wire import messages as wire
-from .websocket import SocketClosed
 
 log = logging.getLogger("orbit.gateway")
 

@@ -30,10 +30,10 @@ from ..store.sqlite import open_sqlite_store
 
 if TYPE_CHECKING:
     from ..observe.tracing import Tracer
+from ..http.application import Limits
+from ..http.transport import Server, open_listeners
 from .app import AppState, OrbitApp, refusal
-from .application import Limits
 from .auth import Credentials
-from .transport import Server, open_listeners
 
 log = logging.getLogger("orbit.server")
 

@@ -23,10 +23,10 @@ from wsproto.events import (
     Request as WsRequest,
 )
 
-from orbit_actors.server.application import Limits
-from orbit_actors.server.http1 import Request, Response
-from orbit_actors.server.transport import Server, open_listeners
-from orbit_actors.server.websocket import SocketClosed, WebSocket
+from orbit_actors.http.application import Limits
+from orbit_actors.http.http1 import Request, Response
+from orbit_actors.http.transport import Server, open_listeners
+from orbit_actors.http.websocket import SocketClosed, WebSocket
 
 LIMIT = 1000
 BIG = 300_000  # over HTTP/2's initial flow-control window (65,535 bytes)
@@ -349,7 +349,7 @@ async def test_an_upgrade_to_another_protocol_is_answered_in_http_1_1_with_its_b
 
 
 def test_a_head_and_a_large_body_arriving_together_are_judged_apart() -> None:
-    from orbit_actors.server.http1 import Refusal, RequestReader
+    from orbit_actors.http.http1 import Refusal, RequestReader
 
     reader = RequestReader(100)
     head = b"POST /x HTTP/1.1\r\nhost: t\r\ncontent-length: 200000\r\n\r\n"
