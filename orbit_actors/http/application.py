@@ -25,8 +25,16 @@ class Application(Protocol):
 
 @dataclass(frozen=True)
 class Limits:
-    """How much a client may send, and how long a connection may idle."""
+    """How much a client may send, how long it may take, and how many connections are served
+    at once (http-api.md, "Connection limits"). Times are seconds; tests shorten them."""
 
     max_body_bytes: int
     max_message_bytes: int
-    keep_alive_timeout: float = 75.0
+    keep_alive_timeout: float = 75.0  # an idle connection is closed
+    head_timeout: float = 30.0  # from a request's first byte to the end of its head
+    body_timeout: float = 60.0  # from the end of the head to the end of the body
+    write_timeout: float = 30.0  # a write that makes no progress for this long closes
+    max_connections: int = 1000  # beyond it a new connection is closed at once
+    max_resets: int = 200  # HTTP/2 streams a client may reset within ``reset_window``
+    reset_window: float = 10.0
+    max_fragments: int = 1024  # WebSocket frames one message may be split into

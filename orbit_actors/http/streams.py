@@ -34,3 +34,25 @@ async def linger(stream: trio.abc.Stream) -> None:
             if not data:
                 return
             drained += len(data)
+
+
+WRITE_PIECE = 65536
+"""A write's progress is judged piece by piece: each piece must leave within the timeout."""
+
+
+class WriteStalled(Exception):
+    """A write made no progress within the write timeout: the client stopped reading. The
+    stream is unusable afterwards (part of a piece may have left); close it."""
+
+
+async def send_all_within(stream: trio.abc.Stream, data: bytes, timeout: float) -> None:
+    """Send ``data``; raise :class:`WriteStalled` when a piece of :data:`WRITE_PIECE` bytes has
+    not left within ``timeout`` seconds. A client reading slowly but steadily is served; one
+    that stopped reading holds the connection for ``timeout``, not for ever."""
+    view = memoryview(data)
+    with trio.CancelScope() as scope:
+        for start in range(0, len(view), WRITE_PIECE):
+            scope.deadline = trio.current_time() + timeout  # pushed forward on progress
+            await stream.send_all(view[start : start + WRITE_PIECE])
+    if scope.cancelled_caught:
+        raise WriteStalled

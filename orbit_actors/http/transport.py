@@ -10,13 +10,17 @@ API and the worker gateway need, one task per connection, about 0.05 ms per requ
 
 What it promises:
 
-- **Limits.** A request head over :data:`~.http1.MAX_HEAD_BYTES` is 431, a body over
-  ``max_body_bytes`` is 413 (before it is read when ``Content-Length`` says so), and either
-  closes the connection; a request that does not arrive within :data:`BODY_TIMEOUT` once begun
-  is 408 and closes it; a WebSocket message over
-  the limit closes the socket with 1009.
+- **Limits** (:class:`~.application.Limits`; http-api.md, "Connection limits"). A request head
+  over :data:`~.http1.MAX_HEAD_BYTES` is 431, a body over ``max_body_bytes`` is 413 (before it
+  is read when ``Content-Length`` says so), and either closes the connection. A head must
+  arrive whole within ``head_timeout`` of its first byte and a body within ``body_timeout`` of
+  its head, else 408 and close: the deadlines are fixed when the request begins, so a client
+  sending a byte at a time gains nothing. A write that makes no progress for
+  ``write_timeout`` closes the connection. Beyond ``max_connections`` a new connection is
+  closed at once. A WebSocket message over the limit, or in more than ``max_fragments``
+  frames, closes the socket with 1009.
 - **Keep-alive.** A connection may carry any number of requests; one idle for
-  ``keep_alive_timeout`` is closed.
+  ``keep_alive_timeout`` since its last answer is closed.
 - **Drain.** :meth:`Server.drain` stops accepting, closes idle connections, lets requests in
   flight finish (their answers say ``Connection: close``) and cancels what is left after the
   grace period.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import ssl
 import time
 from collections.abc import Callable, Iterator
@@ -45,12 +50,11 @@ from .http1 import (
     encode_response,
 )
 from .http2 import PREFACE, Http2Connection
-from .streams import linger
+from .streams import WriteStalled, linger, send_all_within
 from .websocket import READ_CHUNK, WebSocket
 
 log = logging.getLogger("orbit.http")
 
-BODY_TIMEOUT = 60.0
 CLOSE_TIMEOUT = 5.0
 
 
@@ -86,6 +90,7 @@ class Server:
         self._idle: set[trio.CancelScope] = set()
         self._draining = False
         self._open = 0
+        self._at_capacity = False  # said once in the log each time the limit is reached
         self._none_open = trio.Event()
         self._accepting = trio.CancelScope()
 
@@ -148,12 +153,22 @@ class Server:
         return self._date.now()
 
     # -- connections ---------------------------------------------------------------------------
+    async def send(self, stream: trio.abc.Stream, data: bytes) -> None:
+        """Write ``data``; :class:`~.streams.WriteStalled` when the client stops reading."""
+        await send_all_within(stream, data, self._limits.write_timeout)
+
     async def _connection(self, stream: trio.abc.Stream) -> None:
+        if self._open >= self._limits.max_connections:
+            await self._turn_away(stream)
+            return
+        self._at_capacity = False
         self._open += 1
         try:
             await self._serve(stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError, OSError):
             pass  # the client went away
+        except WriteStalled:
+            pass  # the client stopped reading: nothing more can be said to it
         except Exception:
             log.exception("a connection failed")
         finally:
@@ -164,6 +179,17 @@ class Server:
                 scope.deadline = trio.current_time() + CLOSE_TIMEOUT
                 await _close(stream)
 
+    async def _turn_away(self, stream: trio.abc.Stream) -> None:
+        """Close a connection over ``max_connections`` at once: the ones open go on."""
+        if not self._at_capacity:
+            self._at_capacity = True
+            log.warning(
+                "%d connections are open (--max-connections): new ones are closed at once",
+                self._open,
+            )
+        raw = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
+        await trio.aclose_forcefully(raw)
+
     async def _serve(self, stream: trio.abc.Stream) -> None:
         """HTTP/2 when the client asks for it (ALPN ``h2`` over TLS, or the connection preface
         in clear), HTTP/1.1 otherwise."""
@@ -173,7 +199,7 @@ class Server:
             if handshake.cancelled_caught:
                 return
             if stream.selected_alpn_protocol() == "h2":
-                await Http2Connection(stream, self, b"", BODY_TIMEOUT).serve()
+                await Http2Connection(stream, self, b"").serve()
                 return
         try:
             opening = await self._opening(stream)
@@ -181,15 +207,16 @@ class Server:
             await self._refuse(stream, refusal)
             return
         if opening.startswith(PREFACE):
-            await Http2Connection(stream, self, opening, BODY_TIMEOUT).serve()
+            await Http2Connection(stream, self, opening).serve()
         elif opening:
             await self._serve_requests(stream, opening)
 
     async def _opening(self, stream: trio.abc.Stream) -> bytes:
         """The first bytes of a connection: enough to tell the HTTP/2 preface from a request."""
-        opening = bytes(await self._receive_idle(stream))
+        opening = bytes(await self._receive_idle(stream, self._idle_deadline()))
+        head_by = trio.current_time() + self._limits.head_timeout
         while opening and len(opening) < len(PREFACE) and PREFACE.startswith(opening):
-            more = await _receive_begun(stream)
+            more = await _receive_by(stream, head_by, "head")
             if not more:
                 return b""
             opening += more
@@ -231,18 +258,25 @@ class Server:
 
     async def _next_request(self, stream: trio.abc.Stream, reader: RequestReader) -> Request | None:
         """The next whole request; None when the client closed, idled past the keep-alive
-        timeout, or the server drains while the connection is idle."""
+        timeout, or the server drains while the connection is idle. Each deadline is fixed
+        once, when its wait begins: reads that bring a byte do not push it."""
+        idle_by, head_by, body_by = self._idle_deadline(), math.inf, math.inf
         while True:
             request = reader.next_request()
             if request is not None:
                 return request
             if reader.expects_continue:
                 reader.expects_continue = False
-                await stream.send_all(CONTINUE)
-            if reader.busy:
-                data = await _receive_begun(stream)
+                await self.send(stream, CONTINUE)
+            now = trio.current_time()
+            if reader.in_head:
+                head_by = min(head_by, now + self._limits.head_timeout)
+                data = await _receive_by(stream, head_by, "head")
+            elif reader.busy:
+                body_by = min(body_by, now + self._limits.body_timeout)
+                data = await _receive_by(stream, body_by, "body")
             else:
-                data = await self._receive_idle(stream)
+                data = await self._receive_idle(stream, idle_by)
             if not data:
                 return None
             reader.feed(bytes(data))
@@ -258,25 +292,30 @@ class Server:
         if length > self._limits.max_body_bytes:
             raise Refusal(413, "the request body is over the server's limit")
         body = bytearray(received)
+        body_by = trio.current_time() + self._limits.body_timeout
         while len(body) < length:
-            data = await _receive_begun(stream)
+            data = await _receive_by(stream, body_by, "body")
             if not data:
                 raise Refusal(400, "the request body ended early")
             body += data
         return bytes(body[:length])
 
-    async def _receive_idle(self, stream: trio.abc.Stream) -> bytes | bytearray:
-        """The first bytes of the next request, or ``b""`` after the keep-alive timeout or once
-        the server drains."""
-        with self._idle_wait():
+    async def _receive_idle(self, stream: trio.abc.Stream, deadline: float) -> bytes | bytearray:
+        """The first bytes of the next request, or ``b""`` at ``deadline`` or once the server
+        drains."""
+        with self._idle_wait(deadline):
             return await stream.receive_some(READ_CHUNK)
         return b""
 
+    def _idle_deadline(self) -> float:
+        return trio.current_time() + self._limits.keep_alive_timeout
+
     @contextlib.contextmanager
-    def _idle_wait(self) -> Iterator[trio.CancelScope]:
-        """A wait with nothing in flight: it ends at the keep-alive timeout or when the server
-        drains."""
-        deadline = trio.current_time() + self._limits.keep_alive_timeout
+    def _idle_wait(self, deadline: float | None = None) -> Iterator[trio.CancelScope]:
+        """A wait with nothing in flight: it ends at ``deadline`` (the keep-alive timeout from
+        now by default) or when the server drains."""
+        if deadline is None:
+            deadline = self._idle_deadline()
         with trio.CancelScope(deadline=deadline) as scope:
             self._idle.add(scope)
             try:
@@ -296,11 +335,11 @@ class Server:
         self, stream: trio.abc.Stream, response: Response, *, close: bool, with_body: bool = True
     ) -> None:
         data = encode_response(response, date=self._date.now(), close=close, with_body=with_body)
-        await stream.send_all(data)
+        await self.send(stream, data)
 
     async def _upgrade(self, stream: trio.abc.Stream, request: Request, leftover: bytes) -> None:
         try:
-            socket = WebSocket(stream, request, leftover, self._limits.max_message_bytes)
+            socket = WebSocket(stream, request, leftover, self._limits)
         except Refusal as bad_handshake:
             await self._refuse(stream, bad_handshake)
             return
@@ -319,11 +358,12 @@ def _is_upgrade(request: Request) -> bool:
     )
 
 
-async def _receive_begun(stream: trio.abc.Stream) -> bytes | bytearray:
-    """More of a request already begun; 408 when nothing comes within :data:`BODY_TIMEOUT`."""
-    with trio.move_on_after(BODY_TIMEOUT):
+async def _receive_by(stream: trio.abc.Stream, deadline: float, part: str) -> bytes | bytearray:
+    """More of a request already begun; 408 when its ``part`` (head or body) is not whole by
+    ``deadline``."""
+    with trio.move_on_at(deadline):
         return await stream.receive_some(READ_CHUNK)
-    raise Refusal(408, "the request did not arrive in time")
+    raise Refusal(408, f"the request {part} did not arrive in time; send it whole, promptly")
 
 
 async def _close(stream: trio.abc.Stream) -> None:

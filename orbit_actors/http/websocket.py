@@ -2,18 +2,24 @@
 framing, this class does the I/O on trio. Fragments are joined into whole messages, pings are
 answered, a message over the size limit closes the socket with 1009 (refused from its frame
 header, before its payload is read), any other broken framing rule closes it with the code
-RFC 6455 names, and a close from the peer is answered before :class:`SocketClosed` is raised."""
+RFC 6455 names, and a close from the peer is answered before :class:`SocketClosed` is raised.
+A message in more than ``max_fragments`` frames closes it with 1009 too, and a write that makes
+no progress for ``write_timeout`` (a peer that stopped reading) ends the socket at once."""
 
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 import trio
 
 from . import frames
 from .frames import CLOSE, Close, FrameReader, Ping, ProtocolViolation
 from .http1 import Request
-from .streams import receive_or_end
+from .streams import WriteStalled, receive_or_end, send_all_within
+
+if TYPE_CHECKING:
+    from .application import Limits
 
 READ_CHUNK = 65536
 CLOSE_WAIT = 2.0
@@ -33,15 +39,17 @@ class WebSocket:
     """
 
     def __init__(
-        self, stream: trio.abc.Stream, request: Request, leftover: bytes, max_message_bytes: int
+        self, stream: trio.abc.Stream, request: Request, leftover: bytes, limits: Limits
     ) -> None:
         self._stream = stream
         self._handshake = frames.accept_handshake(request.headers)
-        self._reader = FrameReader(max_message_bytes)
+        self._reader = FrameReader(limits.max_message_bytes, limits.max_fragments)
+        self._write_timeout = limits.write_timeout
         self._reader.feed(leftover)
         self._send_lock = trio.StrictFIFOLock()
         self._closed = False  # a close frame was sent, or the stream is gone
         self._peer_done = False  # the client's close frame or end of stream was received
+        self._stalled = False  # a write made no progress: the peer stopped reading
         self.accepted = False
 
     async def accept(self) -> None:
@@ -87,7 +95,7 @@ class WebSocket:
         its close frame, end of stream or :data:`CLOSE_WAIT`. Closing a socket with unread
         bytes makes the kernel reset the connection, and the client could lose the close
         frame before reading it."""
-        if not self._closed or self._peer_done:
+        if not self._closed or self._peer_done or self._stalled:
             return
         self._reader.discard_messages()
         with trio.move_on_after(CLOSE_WAIT):
@@ -128,7 +136,10 @@ class WebSocket:
     async def _send_raw(self, data: bytes) -> None:
         try:
             async with self._send_lock:
-                await self._stream.send_all(data)
+                await send_all_within(self._stream, data, self._write_timeout)
+        except WriteStalled:
+            self._closed = self._stalled = True
+            raise SocketClosed from None
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._closed = True
             raise SocketClosed from None

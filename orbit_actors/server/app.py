@@ -27,7 +27,7 @@ from ..errors import (
 )
 from ..http.http1 import Request, Response
 from ..http.websocket import WebSocket
-from ..ir.jsontext import compact_json
+from ..ir.jsontext import TooDeepError, check_depth, compact_json
 from ..runtime import Runtime
 from .api import ENDPOINTS, Call, Endpoint
 from .auth import Credentials
@@ -130,7 +130,9 @@ class OrbitApp:
             route = methods.get(request.method)
             if route is None:
                 message = f"{request.method} is not allowed on {request.path}"
-                return _not_routed(405, "METHOD_NOT_ALLOWED", message)
+                refused = _not_routed(405, "METHOD_NOT_ALLOWED", message)
+                refused.headers.append(("allow", ", ".join(sorted(methods))))
+                return refused
             return await route(request, params)
         except Exception:
             log.exception("unexpected fault answering %s %s", request.method, request.path)
@@ -238,7 +240,10 @@ def _json_body(data: bytes) -> Any:
     if not text.strip():
         return None
     try:
+        check_depth(text)
         return json.loads(text)
+    except TooDeepError as exc:
+        raise InvalidRequestError(f"the body is refused: {exc}") from None
     except ValueError as exc:
         raise InvalidRequestError(f"the body is not valid JSON: {exc}") from None
 

@@ -5,13 +5,17 @@ Frames are decoded into protocol messages; a frame that is not a valid message i
 an ``error`` frame and the connection stays, until ten protocol errors in a row close it (1008).
 Results are handled concurrently (each is acknowledged once durable, so one slow commit does
 not hold back the next result) while registration, heartbeats and credit stay in order.
-Outgoing messages go through one writer task, so the session layer's ``send`` never blocks.
+Outgoing messages go through one writer task, so the session layer's ``send`` never blocks:
+at most :data:`MAX_OUTBOX` frames wait for it. A worker that stops reading fills its socket,
+then the outbox: when the outbox is full, or a write makes no progress for the transport's
+write timeout, the connection is closed (1008 when the close frame can still be written) and
+the session is lost as when a worker vanishes: its tasks become uncertain after the session
+timeout unless it resumes.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any, Protocol
 
 import trio
@@ -27,6 +31,8 @@ log = logging.getLogger("orbit.gateway")
 
 MAX_PROTOCOL_ERRORS = 10
 MAX_RESULTS_IN_FLIGHT = 1024  # results of one connection handled at once; more wait to be read
+MAX_OUTBOX = 1024  # frames waiting to be sent to one worker (http-api.md, "Connection limits")
+OVERFLOW_CLOSE_WAIT = 2.0  # seconds to try the 1008 close frame on a worker that is not reading
 
 
 class Socket(Protocol):
@@ -56,42 +62,60 @@ async def serve_connection(
     """Serve one worker connection until it closes (either side); frames over the size limit
     are refused by the transport (1009) before they reach here."""
     await socket.accept()
-    outbox_send, outbox_receive = trio.open_memory_channel[str | _Close](math.inf)
+    outbox_send, outbox_receive = trio.open_memory_channel[str | _Close](MAX_OUTBOX)
     errors_in_row = 0
     sent_error = False
+    overflowed = False
+    serving = trio.CancelScope()
+
+    def queue(item: str | _Close) -> None:
+        nonlocal overflowed
+        try:
+            outbox_send.send_nowait(item)
+        except trio.WouldBlock:  # the writer is stuck: the worker stopped reading
+            overflowed = True
+            serving.cancel()
+        except trio.ClosedResourceError:
+            pass  # closing already
 
     def send(message: wire.ServerMessage) -> None:
         nonlocal sent_error
         if isinstance(message, wire.ErrorMessage):
             sent_error = True
-        outbox_send.send_nowait(compact_json(wire.encode(message)))
+        queue(compact_json(wire.encode(message)))
 
     def close(code: int, reason: str) -> None:
-        outbox_send.send_nowait(_Close(code, reason))
+        queue(_Close(code, reason))
 
     connection = runtime.connect(send, close, bound_worker_id)
     results = trio.Semaphore(MAX_RESULTS_IN_FLIGHT)
     try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_write, socket, outbox_receive, nursery.cancel_scope)
-            nursery.start_soon(_register_in_time, connection, runtime.sessions.timeout_ms, close)
-            while True:
-                try:
-                    frame = await socket.receive()
-                except SocketClosed:
-                    nursery.cancel_scope.cancel()
-                    return
-                sent_error = False
-                message = _decode(frame, send)
-                if isinstance(message, wire.Complete | wire.Fail):
-                    await results.acquire()
-                    nursery.start_soon(_handle_result, connection, message, results)
-                elif message is not None:
-                    await _handle(connection, message, send)
-                errors_in_row = errors_in_row + 1 if sent_error else 0
-                if errors_in_row >= MAX_PROTOCOL_ERRORS:
-                    close(1008, f"{MAX_PROTOCOL_ERRORS} protocol errors in a row")
+        with serving:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_write, socket, outbox_receive, nursery.cancel_scope)
+                timeout_ms = runtime.sessions.timeout_ms
+                nursery.start_soon(_register_in_time, connection, timeout_ms, close)
+                while True:
+                    try:
+                        frame = await socket.receive()
+                    except SocketClosed:
+                        nursery.cancel_scope.cancel()
+                        return
+                    sent_error = False
+                    message = _decode(frame, send)
+                    if isinstance(message, wire.Complete | wire.Fail):
+                        await results.acquire()
+                        nursery.start_soon(_handle_result, connection, message, results)
+                    elif message is not None:
+                        await _handle(connection, message, send)
+                    errors_in_row = errors_in_row + 1 if sent_error else 0
+                    if errors_in_row >= MAX_PROTOCOL_ERRORS:
+                        close(1008, f"{MAX_PROTOCOL_ERRORS} protocol errors in a row")
     finally:
+        if overflowed:
+            with trio.move_on_after(OVERFLOW_CLOSE_WAIT):
+                reason = f"over {MAX_OUTBOX} frames wait to be sent: the worker is not reading"
+                await socket.close(1008, reason)
         connection.closed()
 
 

@@ -11,8 +11,10 @@ closes the runtime, whose commits in flight complete before the store closes. Wi
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import resource
 import signal
 import ssl
 from collections.abc import AsyncIterator, Callable
@@ -56,6 +58,7 @@ class ServerOptions:
     certfile: Path | None = None
     keyfile: Path | None = None
     otlp_endpoint: str | None = None  # traces go to this OTLP/HTTP collector
+    max_connections: int = 1000  # served at once; beyond it a new connection is closed at once
 
     @property
     def max_message_bytes(self) -> int:
@@ -74,7 +77,8 @@ async def serve(
     check_exposure(options)
     state = AppState(credentials=options.credentials)
     limits = Limits(max_body_bytes=options.max_message_bytes,
-                    max_message_bytes=options.max_message_bytes)  # fmt: skip
+                    max_message_bytes=options.max_message_bytes,
+                    max_connections=fit_descriptors(options.max_connections))  # fmt: skip
     server = Server(OrbitApp(state), limits, refusal)
     listeners, urls = await open_listeners(options.bind, _ssl_context(options))
     async with (
@@ -139,6 +143,28 @@ async def _until_signal() -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for _ in signals:
             return
+
+
+DESCRIPTORS_SPARE = 64  # files the store, logs and listeners need beside the connections
+
+
+def fit_descriptors(max_connections: int) -> int:
+    """Raise the soft limit on open files (up to the hard one) so that ``max_connections`` fit;
+    when they cannot, serve fewer and say so: a connection over the cap is closed at once,
+    while a process out of descriptors could not accept anyone (EMFILE)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = max_connections + DESCRIPTORS_SPARE
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return max_connections
+    fitted = max(1, soft - DESCRIPTORS_SPARE)
+    log.warning("only %d open files are allowed: serving at most %d connections, not %d",
+                soft, fitted, max_connections)  # fmt: skip
+    return fitted
 
 
 def is_loopback(bind: str) -> bool:
