@@ -77,8 +77,10 @@ def refusal(status: int, message: str) -> Response:
 
 
 @asynccontextmanager
-async def running(app: EchoApp, keep_alive: float = 75.0) -> AsyncIterator[tuple[Server, int]]:
-    server = Server(app, Limits(LIMIT, LIMIT, keep_alive), refusal)
+async def running(
+    app: EchoApp, keep_alive: float = 75.0, limits: Limits | None = None
+) -> AsyncIterator[tuple[Server, int]]:
+    server = Server(app, limits or Limits(LIMIT, LIMIT, keep_alive), refusal)
     listeners, urls = await open_listeners("127.0.0.1:0", None)
     async with trio.open_nursery() as connections:
         await connections.start(server.serve, listeners, connections)
