@@ -130,9 +130,9 @@ class OrbitApp:
             route = methods.get(request.method)
             if route is None:
                 message = f"{request.method} is not allowed on {request.path}"
-                refused = _not_routed(405, "METHOD_NOT_ALLOWED", message)
-                refused.headers.append(("allow", ", ".join(sorted(methods))))
-                return refused
+                not_allowed = _not_routed(405, "METHOD_NOT_ALLOWED", message)
+                not_allowed.headers.append(("allow", ", ".join(sorted(methods))))
+                return not_allowed
             return await route(request, params)
         except Exception:
             log.exception("unexpected fault answering %s %s", request.method, request.path)
