@@ -217,7 +217,7 @@ def _endpoint_route(state: AppState, endpoint: Endpoint) -> Route:
             if endpoint.raw_body:
                 call.body = _text_body(request.body)
             elif endpoint.body is not None:
-                call.body = _validated(endpoint.body, _json_body(request.body), "body")
+                call.body = _validated_body(endpoint.body, request.body)
             status, body = await endpoint.handler(call)
         except OrbitError as exc:
             if exc.status >= 500:
@@ -235,10 +235,21 @@ def _text_body(data: bytes) -> str:
         raise InvalidRequestError("the body is not UTF-8 text") from None
 
 
+def _validated_body(model: type[BaseModel], data: bytes) -> Any:
+    """The body as ``model``: an empty body is ``{}``; otherwise its JSON, validated strictly
+    (``0`` is not a boolean, ``"1"`` not a number, ``null`` not an object), so that the body
+    the server takes is the body the OpenAPI document describes."""
+    if not data.strip():
+        return _validated(model, {}, "body")
+    parsed = _json_body(data)
+    try:
+        return model.model_validate(parsed, strict=True)
+    except ValidationError as exc:
+        raise InvalidRequestError(_describe(exc, "body")) from None
+
+
 def _json_body(data: bytes) -> Any:
     text = _text_body(data)
-    if not text.strip():
-        return None
     try:
         check_depth(text)
         return json.loads(text)
