@@ -1,5 +1,6 @@
-"""What the transport serves (:class:`Application`) and the limits every connection keeps: the
-narrow interface between the HTTP/1.1, HTTP/2 and WebSocket code and the API on top of it."""
+"""What the transport serves (:class:`Application`), the WebSocket it hands over
+(:class:`ServerSocket`) and the limits every connection keeps: the narrow interface between the
+HTTP/1.1, HTTP/2 and WebSocket code (or hypercorn, through :mod:`.asgi`) and the API on top."""
 
 from __future__ import annotations
 
@@ -7,7 +8,27 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .http1 import Request, Response
-from .websocket import WebSocket
+
+
+class ServerSocket(Protocol):
+    """The server side of one WebSocket, whichever server carries it (:class:`~.websocket.
+    WebSocket` on Orbit's transport, :class:`~.asgi.AsgiSocket` under hypercorn)."""
+
+    async def accept(self) -> None:
+        """Complete the handshake."""
+        ...
+
+    async def receive(self) -> str | bytes:
+        """The next whole message; raises :class:`~.websocket.SocketClosed` once closed."""
+        ...
+
+    async def send(self, *messages: str) -> None:
+        """Send text messages in order; raises :class:`~.websocket.SocketClosed` once closed."""
+        ...
+
+    async def close(self, code: int, reason: str = "") -> None:
+        """Send a close frame (once)."""
+        ...
 
 
 class Application(Protocol):
@@ -17,9 +38,9 @@ class Application(Protocol):
         """The answer to a plain HTTP request; never raises."""
         ...
 
-    async def websocket(self, request: Request, socket: WebSocket) -> Response | None:
+    async def websocket(self, request: Request, socket: ServerSocket) -> Response | None:
         """Serve a WebSocket upgrade: either answer with a refusal (sent as HTTP, no socket)
-        or :meth:`WebSocket.accept` and serve it until it closes."""
+        or :meth:`ServerSocket.accept` and serve it until it closes."""
         ...
 
 

@@ -25,8 +25,8 @@ from ..errors import (
     OrbitError,
     UnauthenticatedError,
 )
+from ..http.application import ServerSocket
 from ..http.http1 import Request, Response
-from ..http.websocket import WebSocket
 from ..ir.jsontext import TooDeepError, check_depth, compact_json
 from ..runtime import Runtime
 from .api import ENDPOINTS, Call, Endpoint
@@ -138,7 +138,7 @@ class OrbitApp:
             log.exception("unexpected fault answering %s %s", request.method, request.path)
             return json_response(500, {"error": {"code": "INTERNAL", "message": "internal error"}})
 
-    async def websocket(self, request: Request, socket: WebSocket) -> Response | None:
+    async def websocket(self, request: Request, socket: ServerSocket) -> Response | None:
         """The worker gateway on ``/v1/workers/connect``; any other path is 404."""
         if request.path != "/v1/workers/connect":
             return await self.respond(request)

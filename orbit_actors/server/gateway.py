@@ -16,12 +16,13 @@ timeout unless it resumes.
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
 from ..actors.sessions import Connection
 from ..errors import OrbitError
+from ..http.application import ServerSocket as Socket
 from ..http.websocket import SocketClosed
 from ..ir.jsontext import compact_json
 from ..runtime import Runtime
@@ -33,21 +34,6 @@ MAX_PROTOCOL_ERRORS = 10
 MAX_RESULTS_IN_FLIGHT = 1024  # results of one connection handled at once; more wait to be read
 MAX_OUTBOX = 1024  # frames waiting to be sent to one worker (http-api.md, "Connection limits")
 OVERFLOW_CLOSE_WAIT = 2.0  # seconds to try the 1008 close frame on a worker that is not reading
-
-
-class Socket(Protocol):
-    """What the gateway needs of a server-side WebSocket."""
-
-    async def accept(self) -> None: ...
-    async def receive(self) -> str | bytes:
-        """The next message; raises :class:`SocketClosed` once the socket is closed."""
-        ...
-
-    async def send(self, *messages: str) -> None:
-        """Send messages in one write; raises :class:`SocketClosed` once the socket is closed."""
-        ...
-
-    async def close(self, code: int, reason: str = "") -> None: ...
 
 
 class _Close:

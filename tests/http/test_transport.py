@@ -23,10 +23,10 @@ from wsproto.events import (
     Request as WsRequest,
 )
 
-from orbit_actors.http.application import Limits
+from orbit_actors.http.application import Limits, ServerSocket
 from orbit_actors.http.http1 import Request, Response
 from orbit_actors.http.transport import Server, open_listeners
-from orbit_actors.http.websocket import SocketClosed, WebSocket
+from orbit_actors.http.websocket import SocketClosed
 
 LIMIT = 1000
 BIG = 300_000  # over HTTP/2's initial flow-control window (65,535 bytes)
@@ -50,7 +50,7 @@ class EchoApp:
                 "body": request.body.decode(), "type": request.content_type}  # fmt: skip
         return Response(200, json.dumps(body).encode())
 
-    async def websocket(self, request: Request, socket: WebSocket) -> Response | None:
+    async def websocket(self, request: Request, socket: ServerSocket) -> Response | None:
         if request.path != "/ws":
             return Response(401, b'{"refused": true}')
         await socket.accept()
