@@ -152,10 +152,11 @@ class Server:
         """The ``Date`` header's value."""
         return self._date.now()
 
-    # -- connections ---------------------------------------------------------------------------
     async def send(self, stream: trio.abc.Stream, data: bytes) -> None:
         """Write ``data``; :class:`~.streams.WriteStalled` when the client stops reading."""
         await send_all_within(stream, data, self._limits.write_timeout)
+
+    # -- connections ---------------------------------------------------------------------------
 
     async def _connection(self, stream: trio.abc.Stream) -> None:
         if self._open >= self._limits.max_connections:
@@ -194,7 +195,8 @@ class Server:
         """HTTP/2 when the client asks for it (ALPN ``h2`` over TLS, or the connection preface
         in clear), HTTP/1.1 otherwise."""
         if isinstance(stream, trio.SSLStream):
-            with self._idle_wait() as handshake:
+            handshake_by = trio.current_time() + self._limits.head_timeout
+            with self._idle_wait(handshake_by) as handshake:  # a TLS handshake is a head
                 await stream.do_handshake()
             if handshake.cancelled_caught:
                 return
@@ -311,11 +313,8 @@ class Server:
         return trio.current_time() + self._limits.keep_alive_timeout
 
     @contextlib.contextmanager
-    def _idle_wait(self, deadline: float | None = None) -> Iterator[trio.CancelScope]:
-        """A wait with nothing in flight: it ends at ``deadline`` (the keep-alive timeout from
-        now by default) or when the server drains."""
-        if deadline is None:
-            deadline = self._idle_deadline()
+    def _idle_wait(self, deadline: float) -> Iterator[trio.CancelScope]:
+        """A wait with nothing in flight: it ends at ``deadline`` or when the server drains."""
         with trio.CancelScope(deadline=deadline) as scope:
             self._idle.add(scope)
             try:
