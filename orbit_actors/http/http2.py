@@ -36,7 +36,7 @@ import trio
 
 from .application import Application, Limits
 from .http1 import MAX_HEAD_BYTES, Request, Response, request_of
-from .streams import WriteStalled, linger, receive_or_end
+from .streams import Deadline, linger, receive_or_end
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 MAX_STREAMS = 100
@@ -74,10 +74,6 @@ class Host(Protocol):
         """The ``Date`` header's value."""
         ...
 
-    async def send(self, stream: trio.abc.Stream, data: bytes) -> None:
-        """Write ``data``; :class:`~.streams.WriteStalled` when the client stops reading."""
-        ...
-
 
 @dataclass
 class _Incoming:
@@ -91,8 +87,9 @@ class Http2Connection:
     """One HTTP/2 connection; :meth:`serve` returns when it is over (the caller closes the
     stream)."""
 
-    def __init__(self, stream: trio.abc.Stream, host: Host, opening: bytes) -> None:
-        self._stream = stream
+    def __init__(self, out: Deadline, host: Host, opening: bytes) -> None:
+        self._stream = out.stream
+        self._out = out
         self._host = host
         self._opening = opening
         self._limits = host.limits
@@ -114,15 +111,12 @@ class Http2Connection:
         self._broken = False  # the client broke the protocol or left
         self._gone = False  # the client closed its side
         self._goaway_sent = False
-        self._stalled = False  # a write made no progress: nothing more can be said
-        self._answers = trio.CancelScope()  # the nursery of the answers in flight
 
     async def serve(self) -> None:
         """Serve streams until the client leaves, idles out, breaks the protocol or the server
         drains; answers in flight are finished first, then GOAWAY is sent."""
         self._h2.initiate_connection()
         async with trio.open_nursery() as answers:
-            self._answers = answers.cancel_scope
             with self._reading:
                 data: bytes | bytearray = self._opening  # empty after ALPN
                 while self._take(data, answers):
@@ -135,8 +129,6 @@ class Http2Connection:
             if self._broken:  # nobody is left to read the answers in flight
                 answers.cancel_scope.cancel()
         self._host.idle.discard(self._reading)
-        if self._stalled:
-            return
         if not self._goaway_sent:
             with contextlib.suppress(h2.exceptions.ProtocolError):
                 self._h2.close_connection()
@@ -287,19 +279,13 @@ class Http2Connection:
 
     async def _window_wait(self, stream_id: int) -> None:
         """Wait for the client to open the stream's window; a client that keeps it shut for the
-        write timeout has stopped reading (:class:`~.streams.WriteStalled`)."""
+        write timeout has stopped reading: the connection ends as for a stalled write."""
         opened = self._window_opened[stream_id] = trio.Event()
         with trio.move_on_after(self._limits.write_timeout) as waited:
             await opened.wait()
         if waited.cancelled_caught:
-            self._stall()
+            self._out.stall()
             await trio.lowlevel.checkpoint()  # cancelled by the stall: this answer ends here
-
-    def _stall(self) -> None:
-        """The client stopped reading: end the connection without another word."""
-        self._stalled = self._broken = self._gone = True
-        self._reading.cancel()
-        self._answers.cancel()
 
     def _windows_opened(self, stream_id: int) -> None:
         """Wake the senders a WINDOW_UPDATE or a settings change may have unblocked."""
@@ -312,16 +298,10 @@ class Http2Connection:
 
     async def _flush(self) -> None:
         async with self._send_lock:
-            if self._stalled:
-                return
             data = self._h2.data_to_send()
             if data:
-                try:
-                    await self._host.send(self._stream, data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-                except WriteStalled:
-                    self._stall()
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await self._out.send(data)
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str:

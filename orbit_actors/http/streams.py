@@ -4,6 +4,8 @@ sending on without losing the last answer."""
 
 from __future__ import annotations
 
+import math
+
 import trio
 
 LINGER_TIMEOUT = 2.0
@@ -40,19 +42,48 @@ WRITE_PIECE = 65536
 """A write's progress is judged piece by piece: each piece must leave within the timeout."""
 
 
-class WriteStalled(Exception):
-    """A write made no progress within the write timeout: the client stopped reading. The
-    stream is unusable afterwards (part of a piece may have left); close it."""
+class Deadline:
+    """The one deadline of a connection, on :attr:`scope`, which the transport wraps around the
+    whole connection. It is set for what the connection waits for now (:meth:`expect`: the next
+    request, the rest of a head, a body) and, during a write, for the write to make progress: a
+    piece of :data:`WRITE_PIECE` bytes that has not left within ``write_timeout`` (a client that
+    stopped reading) ends the connection. :attr:`phase` says which wait ran out.
 
+    One scope for the connection's life with its deadline moved, rather than a scope per wait:
+    entering a cancel scope cost more than reading or writing a small request."""
 
-async def send_all_within(stream: trio.abc.Stream, data: bytes, timeout: float) -> None:
-    """Send ``data``; raise :class:`WriteStalled` when a piece of :data:`WRITE_PIECE` bytes has
-    not left within ``timeout`` seconds. A client reading slowly but steadily is served; one
-    that stopped reading holds the connection for ``timeout``, not for ever."""
-    view = memoryview(data)
-    with trio.CancelScope() as scope:
-        for start in range(0, len(view), WRITE_PIECE):
-            scope.deadline = trio.current_time() + timeout  # pushed forward on progress
-            await stream.send_all(view[start : start + WRITE_PIECE])
-    if scope.cancelled_caught:
-        raise WriteStalled
+    def __init__(self, stream: trio.abc.Stream, write_timeout: float) -> None:
+        self.stream = stream
+        self.scope = trio.CancelScope()
+        self.phase = "idle"
+        self._write_timeout = write_timeout
+        self._wait_by = math.inf
+
+    def expect(self, phase: str, deadline: float) -> None:
+        """What the connection waits for now (``idle``, ``head``, ``body``) and until when."""
+        self.phase = phase
+        if deadline != self._wait_by:
+            self._wait_by = self.scope.deadline = deadline
+
+    async def send(self, data: bytes) -> None:
+        """Write ``data`` (writes are serialized by their callers); the wait's deadline is
+        restored after it."""
+        phase, scope = self.phase, self.scope
+        self.phase = "write"
+        try:
+            if len(data) <= WRITE_PIECE:
+                scope.deadline = trio.current_time() + self._write_timeout
+                await self.stream.send_all(data)
+                return
+            view = memoryview(data)
+            for start in range(0, len(view), WRITE_PIECE):
+                scope.deadline = trio.current_time() + self._write_timeout  # pushed on progress
+                await self.stream.send_all(view[start : start + WRITE_PIECE])
+        finally:
+            self.phase = phase
+            scope.deadline = self._wait_by
+
+    def stall(self) -> None:
+        """End the connection as a stalled write does (a shut HTTP/2 window, say)."""
+        self.phase = "write"
+        self.scope.cancel()

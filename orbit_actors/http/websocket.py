@@ -4,7 +4,8 @@ answered, a message over the size limit closes the socket with 1009 (refused fro
 header, before its payload is read), any other broken framing rule closes it with the code
 RFC 6455 names, and a close from the peer is answered before :class:`SocketClosed` is raised.
 A message in more than ``max_fragments`` frames closes it with 1009 too, and a write that makes
-no progress for ``write_timeout`` (a peer that stopped reading) ends the socket at once."""
+no progress for ``write_timeout`` (a peer that stopped reading) ends the connection at once
+(:class:`~.streams.Deadline`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import trio
 from . import frames
 from .frames import CLOSE, Close, FrameReader, Ping, ProtocolViolation
 from .http1 import Request
-from .streams import WriteStalled, receive_or_end, send_all_within
+from .streams import Deadline, receive_or_end
 
 if TYPE_CHECKING:
     from .application import Limits
@@ -38,18 +39,15 @@ class WebSocket:
     peer is answered by the receiving task under the same lock.
     """
 
-    def __init__(
-        self, stream: trio.abc.Stream, request: Request, leftover: bytes, limits: Limits
-    ) -> None:
-        self._stream = stream
+    def __init__(self, out: Deadline, request: Request, leftover: bytes, limits: Limits) -> None:
+        self._stream = out.stream
+        self._out = out
         self._handshake = frames.accept_handshake(request.headers)
         self._reader = FrameReader(limits.max_message_bytes, limits.max_fragments)
-        self._write_timeout = limits.write_timeout
         self._reader.feed(leftover)
         self._send_lock = trio.StrictFIFOLock()
         self._closed = False  # a close frame was sent, or the stream is gone
         self._peer_done = False  # the client's close frame or end of stream was received
-        self._stalled = False  # a write made no progress: the peer stopped reading
         self.accepted = False
 
     async def accept(self) -> None:
@@ -95,7 +93,7 @@ class WebSocket:
         its close frame, end of stream or :data:`CLOSE_WAIT`. Closing a socket with unread
         bytes makes the kernel reset the connection, and the client could lose the close
         frame before reading it."""
-        if not self._closed or self._peer_done or self._stalled:
+        if not self._closed or self._peer_done:
             return
         self._reader.discard_messages()
         with trio.move_on_after(CLOSE_WAIT):
@@ -136,10 +134,7 @@ class WebSocket:
     async def _send_raw(self, data: bytes) -> None:
         try:
             async with self._send_lock:
-                await send_all_within(self._stream, data, self._write_timeout)
-        except WriteStalled:
-            self._closed = self._stalled = True
-            raise SocketClosed from None
+                await self._out.send(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._closed = True
             raise SocketClosed from None

@@ -14,7 +14,8 @@ import h2.errors
 import h2.events
 import h2.settings
 import trio
-from wsproto.events import CloseConnection, Message, TextMessage
+from wsproto.events import AcceptConnection, CloseConnection, Message, TextMessage
+from wsproto.events import Request as WsRequest
 
 from orbit_actors.http.application import Limits
 
@@ -264,3 +265,47 @@ async def test_a_websocket_client_that_stops_reading_is_closed_after_the_write_t
                 pass
         await served_promptly(port)
         await answer_of(client.stream)  # ends: the server closed the connection
+
+
+ALL_SHORT = replace(SHORT, keep_alive_timeout=0.5)
+
+
+async def test_a_websocket_outlives_the_request_and_keep_alive_deadlines() -> None:
+    async with running(EchoApp(), limits=ALL_SHORT) as (_, port):
+        client = await Client.open(port)
+        assert (await client.request("GET", "/first"))[0].status_code == 200
+        socket = WsClient(client.stream)  # the upgrade is the connection's second request
+        await socket.stream.send_all(socket.ws.send(WsRequest(host="t", target="/ws")))
+        assert isinstance(await socket.next_event(), AcceptConnection)
+        await trio.sleep(1.5)  # three times every timeout
+        await socket.send(Message(data="still here"))
+        echoed = await socket.next_event()
+        assert isinstance(echoed, TextMessage) and echoed.data == "still here"
+
+
+async def test_a_slow_answer_is_not_cut_by_the_request_deadlines() -> None:
+    app = EchoApp()
+    async with running(app, limits=ALL_SHORT) as (_, port), trio.open_nursery() as nursery:
+        client = await Client.open(port)
+        assert (await client.request("GET", "/first"))[0].status_code == 200
+        nursery.start_soon(release_later, app)
+        response, _ = await client.request("GET", "/slow")  # after an idle wait: its deadline
+        assert response.status_code == 200
+
+
+async def test_a_slow_answer_over_http2_is_not_cut_by_the_request_deadlines() -> None:
+    app = EchoApp()
+    async with running(app, limits=ALL_SHORT) as (_, port), trio.open_nursery() as nursery:
+        client = await RawH2.open(port)
+        client.h2.send_headers(1, [(":method", "GET"), (":path", "/slow"), (":scheme", "http"),
+                                   (":authority", "t")], end_stream=True)  # fmt: skip
+        await client.stream.send_all(client.h2.data_to_send())
+        nursery.start_soon(release_later, app)
+        with trio.fail_after(10):
+            while not any(isinstance(e, h2.events.ResponseReceived) for e in await client.events()):
+                pass
+
+
+async def release_later(app: EchoApp) -> None:
+    await trio.sleep(1.5)  # three times every timeout
+    app.release.set()
