@@ -15,5 +15,6 @@ VENV="${VENV:-.venv}"
 # The core end-to-end API and worker tests again, on the alternative server (--server hypercorn).
 if [ $# -eq 0 ]; then
   ORBIT_E2E_SERVER=hypercorn "$VENV/bin/python" -m pytest tests/e2e/test_protocol.py \
-    tests/e2e/test_api_errors.py tests/e2e/test_results.py tests/e2e/test_auth.py tests/e2e/test_edge.py
+    tests/e2e/test_api_errors.py tests/e2e/test_results.py tests/e2e/test_auth.py tests/e2e/test_edge.py \
+    tests/e2e/test_fuzz_openapi.py
 fi

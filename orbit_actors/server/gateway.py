@@ -98,8 +98,8 @@ async def serve_connection(
                 await _read(socket, connection, outbox, nursery)
                 nursery.cancel_scope.cancel()
     finally:
+        connection.closed()  # first: the close frame below may be cancelled with the connection
         await outbox.close_overflowed(socket)
-        connection.closed()
 
 
 async def _read(
