@@ -13,6 +13,7 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.settings
+import pytest
 import trio
 from wsproto.events import AcceptConnection, CloseConnection, Message, TextMessage
 from wsproto.events import Request as WsRequest
@@ -58,20 +59,19 @@ async def answer_of(stream: trio.SocketStream) -> bytes:
     return received
 
 
-async def test_a_head_sent_a_byte_at_a_time_is_408_at_its_deadline_and_closed() -> None:
+@pytest.mark.parametrize(
+    ("sent", "trickled"),
+    [(b"", b"GET / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * 500),
+     (b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 500\r\n\r\n", b"b" * 500)],
+    ids=["head", "body"],
+)  # fmt: skip
+async def test_a_request_sent_a_byte_at_a_time_is_408_at_its_deadline_and_closed(
+    sent: bytes, trickled: bytes
+) -> None:
     async with running(EchoApp(), limits=SHORT) as (_, port), trio.open_nursery() as nursery:
         slow = await trio.open_tcp_stream("127.0.0.1", port)
-        nursery.start_soon(trickle, slow, b"GET / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * 500)
-        await served_promptly(port)
-        assert (await answer_of(slow)).startswith(b"HTTP/1.1 408 ")
-        nursery.cancel_scope.cancel()
-
-
-async def test_a_body_sent_a_byte_at_a_time_is_408_at_its_deadline() -> None:
-    async with running(EchoApp(), limits=SHORT) as (_, port), trio.open_nursery() as nursery:
-        slow = await trio.open_tcp_stream("127.0.0.1", port)
-        await slow.send_all(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 500\r\n\r\n")
-        nursery.start_soon(trickle, slow, b"b" * 500)
+        await slow.send_all(sent)
+        nursery.start_soon(trickle, slow, trickled)
         await served_promptly(port)
         assert (await answer_of(slow)).startswith(b"HTTP/1.1 408 ")
         nursery.cancel_scope.cancel()
