@@ -3,6 +3,7 @@ WebSocket; executions started and awaited through the HTTP API.
 
     python bench/e2e.py [--executions 2000] [--in-flight 200] [--idle 200]
     python bench/e2e.py --burst 500 [--idle 200]
+    python bench/e2e.py --server hypercorn   (the same, on the alternative server)
 
 Prints executions/s and start-to-complete latency (p50/p99) for ``--executions`` executions of
 a 3-step no-op workflow with ``--in-flight`` at once, the server's CPU per execution, and the
@@ -49,10 +50,12 @@ output: {n: "${steps.c.output.n}"}
 """
 
 
-def start_server(folder: Path) -> tuple[subprocess.Popen[str], str]:
+def start_server(folder: Path, server: str = "orbit") -> tuple[subprocess.Popen[str], str]:
     """``orbit server`` on a free port; returns the process and its URL once ready."""
     command = [sys.executable, "-m", "orbit_actors.cli", "server", "--db", str(folder / "bench.db"),
                "--bind", "127.0.0.1:0", "--log-level", "warning"]  # fmt: skip
+    if server != "orbit":
+        command += ["--server", server]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
@@ -221,9 +224,10 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=200)
     parser.add_argument("--idle", type=int, default=200)
     parser.add_argument("--burst", type=int, default=0, help="N executions at once, httpx")
+    parser.add_argument("--server", choices=["orbit", "hypercorn"], default="orbit")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        server, url = start_server(Path(folder))
+        server, url = start_server(Path(folder), args.server)
         worker = subprocess.Popen(
             [sys.executable, str(ROOT / "bench" / "noop_worker.py")],
             env={**os.environ, "ORBIT_URL": url}, stderr=subprocess.DEVNULL,

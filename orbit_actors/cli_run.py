@@ -47,6 +47,10 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--otlp-endpoint", metavar="URL",
                         help="send OpenTelemetry traces to this OTLP/HTTP collector "
                              "(needs orbit-actors[otel])")  # fmt: skip
+    parser.add_argument("--max-connections", type=int, default=1000,
+                        help="connections served at once; more are closed at once")  # fmt: skip
+    parser.add_argument("--server", choices=["orbit", "hypercorn"], default="orbit",
+                        help="orbit (its own transport) or hypercorn (ASGI)")  # fmt: skip
     auth = parser.add_argument_group("authentication and TLS")
     auth.add_argument("--admin-token", help="the API's bearer token (or $ORBIT_ADMIN_TOKEN)")
     auth.add_argument("--admin-token-file", type=Path, help="read the admin token from a file")
@@ -89,10 +93,13 @@ def server_options(args: argparse.Namespace) -> Any:
     )
     if (args.certfile is None) != (args.keyfile is None):
         raise InvalidRequestError("TLS needs both --certfile and --keyfile")
+    if args.max_connections < 1:
+        raise InvalidRequestError("--max-connections takes a positive number")
     return ServerOptions(
         db=args.db, bind=args.bind, synchronous=args.synchronous, runtime=runtime,
         credentials=_credentials(args), insecure=args.insecure, certfile=args.certfile,
         keyfile=args.keyfile, otlp_endpoint=_otlp_endpoint(args.otlp_endpoint),
+        max_connections=args.max_connections, server=args.server,
     )  # fmt: skip
 
 

@@ -12,3 +12,9 @@ VENV="${VENV:-.venv}"
 "$VENV/bin/ruff" format --check .
 "$VENV/bin/mypy"
 "$VENV/bin/python" -m pytest "$@"
+# The core end-to-end API and worker tests again, on the alternative server (--server hypercorn).
+if [ $# -eq 0 ]; then
+  ORBIT_E2E_SERVER=hypercorn "$VENV/bin/python" -m pytest tests/e2e/test_protocol.py \
+    tests/e2e/test_api_errors.py tests/e2e/test_results.py tests/e2e/test_auth.py tests/e2e/test_edge.py \
+    tests/e2e/test_fuzz_openapi.py
+fi

@@ -1,4 +1,5 @@
-"""The pure layers import nothing of trio, sqlite, the network or a later layer."""
+"""The pure layers import nothing of trio, sqlite, the network or a later layer; the transport
+(``orbit_actors/http``) imports nothing of Orbit at all."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "orbit_actors"
-ORDER = ["errors", "ir", "history", "decide", "wire", "mailbox", "store", "views", "api", "observe", "actors", "supervisor",
+ORDER = ["http", "errors", "ir", "history", "decide", "wire", "mailbox", "store", "views", "api", "observe", "actors", "supervisor",
          "runtime", "server", "worker", "client", "cli", "testing"]  # fmt: skip
 PURE = {"ir", "history", "decide", "wire"}
 FORBIDDEN_IN_PURE = {"trio", "sqlite3", "socket", "httpx", "asyncio", "threading", "psycopg",
                      "h11", "wsproto", "trio_websocket", "urllib", "http"}  # fmt: skip
+SELF_CONTAINED = {"http"}  # layers that may import only themselves of orbit_actors
 
 
 def imports_of(source: str, package: str) -> list[str]:
@@ -35,6 +37,10 @@ def violations(layer: str, names: list[str]) -> list[str]:
     """The imports of a module in ``layer`` that break the layering."""
     bad = []
     for name in names:
+        own = name == "orbit_actors" or name.startswith("orbit_actors.")
+        if layer in SELF_CONTAINED and own and name.split(".")[1:2] != [layer]:
+            bad.append(name)
+            continue
         if name.startswith("orbit_actors."):
             target = name.split(".")[1]
             if target in ORDER and layer in ORDER and ORDER.index(target) > ORDER.index(layer):
@@ -64,3 +70,9 @@ def test_the_walk_catches_a_forbidden_import() -> None:
     source = "import trio\nfrom sqlite3 import connect\nfrom ..store import sqlite\n"
     names = imports_of(source, "orbit_actors.decide")
     assert violations("decide", names) == ["trio", "sqlite3", "orbit_actors.store"]
+
+
+def test_the_transport_may_import_only_itself_of_orbit() -> None:
+    source = "from . import frames\nfrom ..errors import OrbitError\nimport orbit_actors\n"
+    names = imports_of(source, "orbit_actors.http")
+    assert violations("http", names) == ["orbit_actors.errors", "orbit_actors"]

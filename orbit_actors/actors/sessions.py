@@ -357,11 +357,23 @@ _HANDLERS: dict[type[wire.WorkerMessage], _Handler] = {
 """One handler per message a registered session may send (``register`` comes first)."""
 
 
+MAX_WORKER_ID = 200
+MAX_CONTRACTS = 1000
+MAX_CONCURRENCY = 10_000
+"""What one registration may claim (http-api.md, "Connection limits")."""
+
+
 def _refusal(message: wire.Register) -> tuple[str, str] | None:
     if not message.worker_id:
         return ("INVALID_REQUEST", "worker_id is required")
+    if len(message.worker_id) > MAX_WORKER_ID:
+        return ("INVALID_REQUEST", f"worker_id is longer than {MAX_WORKER_ID} characters")
     if not message.contracts:
         return ("INVALID_REQUEST", "a worker must announce at least one task contract")
+    if len(message.contracts) > MAX_CONTRACTS:
+        return ("INVALID_REQUEST", f"a worker may announce at most {MAX_CONTRACTS} contracts")
+    if not 1 <= message.concurrency <= MAX_CONCURRENCY:
+        return ("INVALID_REQUEST", f"concurrency must be 1 to {MAX_CONCURRENCY:,}")
     for contract in message.contracts:
         name = contract.task_name
         if name.startswith("workflow:"):

@@ -8,10 +8,11 @@ the document is generated from the very models that check requests and cannot dr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from ..store.base import EXECUTION_STATUSES
 from ..views.models import ExecutionDetail as ExecutionDetail
 from ..views.models import ExecutionResult as ExecutionResult
 from ..views.models import ExecutionSummary as ExecutionSummary
@@ -50,7 +51,7 @@ class CreateSchedule(_Body):
     """``POST /v1/schedules``."""
 
     schedule_id: str
-    cron: str
+    cron: Annotated[str, WithJsonSchema({"type": "string", "minLength": 1})]
     workflow: str = Field(min_length=1)
     timezone: str = "UTC"
     version: str | None = None
@@ -87,7 +88,9 @@ class ListQuery(BaseModel):
     """``GET /v1/executions`` query parameters."""
 
     model_config = ConfigDict(extra="ignore")
-    status: str | None = None
+    status: Annotated[
+        str | None, WithJsonSchema({"type": "string", "enum": sorted(EXECUTION_STATUSES)})
+    ] = None
     workflow: str | None = None
     limit: int = 100
     cursor: str | None = None

@@ -7,6 +7,8 @@ call, which cost more than the encoding itself for the small values of frames an
 from __future__ import annotations
 
 import json
+import re
+from itertools import accumulate
 from typing import Any
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -20,3 +22,32 @@ def compact_json(value: Any) -> str:
 def json_bytes(value: Any) -> int:
     """The size in bytes of ``value`` as compact UTF-8 JSON (what payload limits count)."""
     return len(_COMPACT.encode(value).encode())
+
+
+MAX_DEPTH = 64
+"""How deeply a JSON document taken from a client may nest arrays and objects (http-api.md,
+"Connection limits"): parsers, validators and hashing recurse, and a document nested 100,000
+levels deep would exhaust the stack."""
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+class TooDeepError(ValueError):
+    """A JSON document nests arrays and objects deeper than :data:`MAX_DEPTH`."""
+
+    def __init__(self, max_depth: int = MAX_DEPTH) -> None:
+        super().__init__(f"JSON nested deeper than {max_depth} levels is not accepted")
+
+
+def check_depth(text: str, max_depth: int = MAX_DEPTH) -> None:
+    """Raise :class:`TooDeepError` when ``text`` (JSON, not yet parsed) nests deeper than
+    ``max_depth``. A text with no more brackets than that cannot, so the usual small document
+    costs two counts; otherwise strings are cut out and the brackets left are summed, all in C
+    loops, never recursion."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    if max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > max_depth:
+        raise TooDeepError(max_depth)

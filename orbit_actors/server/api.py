@@ -19,8 +19,9 @@ from pydantic import BaseModel
 from ..actors.schedule import ScheduleSpec
 from ..api import models as m
 from ..decide.transitions import Verdict
-from ..errors import InvalidRequestError, WaitTimeoutError
+from ..errors import DefinitionError, InvalidRequestError, Problem, WaitTimeoutError
 from ..history.events import ErrorInfo, event_to_dict
+from ..ir.jsontext import TooDeepError, check_depth
 from ..runtime import Runtime
 from ..store.base import EXECUTION_STATUSES, DefinitionRecord
 from ..views import row_summary
@@ -83,6 +84,10 @@ async def register_definition(call: Call) -> Answer:
     text: str = call.body
     source: str | dict[str, Any] = text
     if "yaml" not in call.content_type:
+        try:
+            check_depth(text)
+        except TooDeepError as exc:
+            raise DefinitionError([Problem("", str(exc))]) from None
         try:
             parsed = json.loads(text)
         except ValueError:

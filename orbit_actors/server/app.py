@@ -26,14 +26,14 @@ from ..errors import (
     OrbitError,
     UnauthenticatedError,
 )
-from ..ir.jsontext import compact_json
+from ..http.application import ServerSocket
+from ..http.http1 import Request, Response
+from ..ir.jsontext import TooDeepError, check_depth, compact_json
 from ..runtime import Runtime
 from .api import ENDPOINTS, Call, Endpoint
 from .auth import Credentials
 from .gateway import serve_connection
-from .http1 import Request, Response
 from .openapi import openapi_document
-from .websocket import WebSocket
 
 log = logging.getLogger("orbit.server")
 
@@ -99,7 +99,7 @@ class _Router:
 
 
 class OrbitApp:
-    """The transport's :class:`~orbit_actors.server.transport.Application` for ``state``."""
+    """The transport's :class:`~orbit_actors.http.transport.Application` for ``state``."""
 
     def __init__(self, state: AppState) -> None:
         self._state = state
@@ -133,13 +133,15 @@ class OrbitApp:
             route = methods.get(request.method)
             if route is None:
                 message = f"{request.method} is not allowed on {request.path}"
-                return _not_routed(405, "METHOD_NOT_ALLOWED", message)
+                not_allowed = _not_routed(405, "METHOD_NOT_ALLOWED", message)
+                not_allowed.headers.append(("allow", ", ".join(sorted(methods))))
+                return not_allowed
             return await route(request, params)
         except Exception:
             log.exception("unexpected fault answering %s %s", request.method, request.path)
             return json_response(500, {"error": {"code": "INTERNAL", "message": "internal error"}})
 
-    async def websocket(self, request: Request, socket: WebSocket) -> Response | None:
+    async def websocket(self, request: Request, socket: ServerSocket) -> Response | None:
         """The worker gateway on ``/v1/workers/connect``; any other path is 404."""
         if request.path != "/v1/workers/connect":
             return await self.respond(request)
@@ -233,7 +235,7 @@ def _endpoint_route(state: AppState, endpoint: Endpoint) -> Route:
             if endpoint.raw_body:
                 call.body = _text_body(request.body)
             elif endpoint.body is not None:
-                call.body = _validated(endpoint.body, _json_body(request.body), "body")
+                call.body = _validated_body(endpoint.body, request.body)
             status, body = await endpoint.handler(call)
         except OrbitError as exc:
             if exc.status >= 500:
@@ -251,12 +253,26 @@ def _text_body(data: bytes) -> str:
         raise InvalidRequestError("the body is not UTF-8 text") from None
 
 
+def _validated_body(model: type[BaseModel], data: bytes) -> Any:
+    """The body as ``model``: an empty body is ``{}``; otherwise its JSON, validated strictly
+    (``0`` is not a boolean, ``"1"`` not a number, ``null`` not an object), so that the body
+    the server takes is the body the OpenAPI document describes."""
+    if not data.strip():
+        return _validated(model, {}, "body")
+    parsed = _json_body(data)
+    try:
+        return model.model_validate(parsed, strict=True)
+    except ValidationError as exc:
+        raise InvalidRequestError(_describe(exc, "body")) from None
+
+
 def _json_body(data: bytes) -> Any:
     text = _text_body(data)
-    if not text.strip():
-        return None
     try:
+        check_depth(text)
         return json.loads(text)
+    except TooDeepError as exc:
+        raise InvalidRequestError(f"the body is refused: {exc}") from None
     except ValueError as exc:
         raise InvalidRequestError(f"the body is not valid JSON: {exc}") from None
 

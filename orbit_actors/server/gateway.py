@@ -5,43 +5,35 @@ Frames are decoded into protocol messages; a frame that is not a valid message i
 an ``error`` frame and the connection stays, until ten protocol errors in a row close it (1008).
 Results are handled concurrently (each is acknowledged once durable, so one slow commit does
 not hold back the next result) while registration, heartbeats and credit stay in order.
-Outgoing messages go through one writer task, so the session layer's ``send`` never blocks.
+Outgoing messages go through one writer task, so the session layer's ``send`` never blocks:
+at most :data:`MAX_OUTBOX` frames wait for it. A worker that stops reading fills its socket,
+then the outbox: when the outbox is full, or a write makes no progress for the transport's
+write timeout, the connection is closed (1008 when the close frame can still be written) and
+the session is lost as when a worker vanishes: its tasks become uncertain after the session
+timeout unless it resumes.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
 from ..actors.sessions import Connection
 from ..errors import OrbitError
+from ..http.application import ServerSocket as Socket
+from ..http.websocket import SocketClosed
 from ..ir.jsontext import compact_json
 from ..runtime import Runtime
 from ..wire import messages as wire
-from .websocket import SocketClosed
 
 log = logging.getLogger("orbit.gateway")
 
 MAX_PROTOCOL_ERRORS = 10
 MAX_RESULTS_IN_FLIGHT = 1024  # results of one connection handled at once; more wait to be read
-
-
-class Socket(Protocol):
-    """What the gateway needs of a server-side WebSocket."""
-
-    async def accept(self) -> None: ...
-    async def receive(self) -> str | bytes:
-        """The next message; raises :class:`SocketClosed` once the socket is closed."""
-        ...
-
-    async def send(self, *messages: str) -> None:
-        """Send messages in one write; raises :class:`SocketClosed` once the socket is closed."""
-        ...
-
-    async def close(self, code: int, reason: str = "") -> None: ...
+MAX_OUTBOX = 1024  # frames waiting to be sent to one worker (http-api.md, "Connection limits")
+OVERFLOW_CLOSE_WAIT = 2.0  # seconds to try the 1008 close frame on a worker that is not reading
 
 
 class _Close:
@@ -50,49 +42,88 @@ class _Close:
         self.reason = reason
 
 
+class _Outbox:
+    """Frames waiting for the writer task, at most :data:`MAX_OUTBOX`: one more means the
+    worker stopped reading, and serving it ends (``serving`` is cancelled)."""
+
+    def __init__(self, serving: trio.CancelScope) -> None:
+        self._put, self.taken = trio.open_memory_channel[str | _Close](MAX_OUTBOX)
+        self._serving = serving
+        self.overflowed = False
+        self.sent_error = False  # since the last frame received
+
+    def send(self, message: wire.ServerMessage) -> None:
+        """Queue ``message`` (the session layer's ``send``: it never blocks)."""
+        if isinstance(message, wire.ErrorMessage):
+            self.sent_error = True
+        self._queue(compact_json(wire.encode(message)))
+
+    def close(self, code: int, reason: str) -> None:
+        """Queue the close frame: it leaves after what was queued before it."""
+        self._queue(_Close(code, reason))
+
+    async def close_overflowed(self, socket: Socket) -> None:
+        """After an overflow, try the 1008 close frame for a moment (the worker is not reading,
+        so it may never leave)."""
+        if self.overflowed:
+            with trio.move_on_after(OVERFLOW_CLOSE_WAIT):
+                reason = f"over {MAX_OUTBOX} frames wait to be sent: the worker is not reading"
+                await socket.close(1008, reason)
+
+    def _queue(self, item: str | _Close) -> None:
+        try:
+            self._put.send_nowait(item)
+        except trio.WouldBlock:
+            self.overflowed = True
+            self._serving.cancel()
+        except trio.ClosedResourceError:
+            pass  # closing already
+
+
 async def serve_connection(
     runtime: Runtime, socket: Socket, bound_worker_id: str | None = None
 ) -> None:
     """Serve one worker connection until it closes (either side); frames over the size limit
     are refused by the transport (1009) before they reach here."""
     await socket.accept()
-    outbox_send, outbox_receive = trio.open_memory_channel[str | _Close](math.inf)
-    errors_in_row = 0
-    sent_error = False
-
-    def send(message: wire.ServerMessage) -> None:
-        nonlocal sent_error
-        if isinstance(message, wire.ErrorMessage):
-            sent_error = True
-        outbox_send.send_nowait(compact_json(wire.encode(message)))
-
-    def close(code: int, reason: str) -> None:
-        outbox_send.send_nowait(_Close(code, reason))
-
-    connection = runtime.connect(send, close, bound_worker_id)
-    results = trio.Semaphore(MAX_RESULTS_IN_FLIGHT)
+    serving = trio.CancelScope()
+    outbox = _Outbox(serving)
+    connection = runtime.connect(outbox.send, outbox.close, bound_worker_id)
     try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_write, socket, outbox_receive, nursery.cancel_scope)
-            nursery.start_soon(_register_in_time, connection, runtime.sessions.timeout_ms, close)
-            while True:
-                try:
-                    frame = await socket.receive()
-                except SocketClosed:
-                    nursery.cancel_scope.cancel()
-                    return
-                sent_error = False
-                message = _decode(frame, send)
-                if isinstance(message, wire.Complete | wire.Fail):
-                    await results.acquire()
-                    nursery.start_soon(_handle_result, connection, message, results)
-                elif message is not None:
-                    await _handle(connection, message, send)
-                errors_in_row = errors_in_row + 1 if sent_error else 0
-                if errors_in_row >= MAX_PROTOCOL_ERRORS:
-                    close(1008, f"{MAX_PROTOCOL_ERRORS} protocol errors in a row")
+        with serving:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_write, socket, outbox.taken, nursery.cancel_scope)
+                timeout_ms = runtime.sessions.timeout_ms
+                nursery.start_soon(_register_in_time, connection, timeout_ms, outbox.close)
+                await _read(socket, connection, outbox, nursery)
+                nursery.cancel_scope.cancel()
     finally:
-        connection.closed()
+        connection.closed()  # first: the close frame below may be cancelled with the connection
+        await outbox.close_overflowed(socket)
+
+
+async def _read(
+    socket: Socket, connection: Connection, outbox: _Outbox, nursery: trio.Nursery
+) -> None:
+    """Handle frames until the socket closes; results in tasks of their own (at most
+    :data:`MAX_RESULTS_IN_FLIGHT`), the rest in order."""
+    results = trio.Semaphore(MAX_RESULTS_IN_FLIGHT)
+    errors_in_row = 0
+    while True:
+        try:
+            frame = await socket.receive()
+        except SocketClosed:
+            return
+        outbox.sent_error = False
+        message = _decode(frame, outbox.send)
+        if isinstance(message, wire.Complete | wire.Fail):
+            await results.acquire()
+            nursery.start_soon(_handle_result, connection, message, results)
+        elif message is not None:
+            await _handle(connection, message, outbox.send)
+        errors_in_row = errors_in_row + 1 if outbox.sent_error else 0
+        if errors_in_row >= MAX_PROTOCOL_ERRORS:
+            outbox.close(1008, f"{MAX_PROTOCOL_ERRORS} protocol errors in a row")
 
 
 def _decode(frame: str | bytes, send: Any) -> wire.WorkerMessage | None:

@@ -1,4 +1,9 @@
-"""``/v1/openapi.json``, generated from the endpoint table and its pydantic models."""
+"""``/v1/openapi.json``, generated from the endpoint table and its pydantic models.
+
+It declares what the server really does (http-api.md; a fuzzer checks it): the bearer scheme on
+every ``/v1`` operation (401 without it, 403 for a worker token used for another worker's task),
+400 on every operation (a malformed query or body), 413 on every operation with a body, and a
+definition body as the definition format's own JSON Schema."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pydantic.json_schema import models_json_schema
 
 from .._version import __version__
 from ..api import models as m
+from ..ir import Definition
 from .api import ENDPOINTS, Endpoint
 
 _PARAM = re.compile(r"{(\w+)}")
@@ -18,7 +24,7 @@ _REF = "#/components/schemas/{model}"
 
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of every endpoint."""
-    models: set[type[BaseModel]] = {m.ErrorBody, m.Health}
+    models: set[type[BaseModel]] = {m.ErrorBody, m.Health, Definition}
     for endpoint in ENDPOINTS:
         models |= {model for model in endpoint.answers.values() if model is not None}
         if endpoint.body is not None:
@@ -34,8 +40,18 @@ def openapi_document() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "Orbit", "version": __version__},
         "paths": paths,
-        "components": {"schemas": schemas.get("$defs", {})},
+        "security": [{"bearer": []}],
+        "components": {"schemas": schemas.get("$defs", {}), "securitySchemes": _SECURITY},
     }
+
+
+_SECURITY = {
+    "bearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "the admin token (--admin-token); a worker token on /v1/tasks/…",
+    }
+}
 
 
 def _operation(endpoint: Endpoint) -> dict[str, Any]:
@@ -50,8 +66,8 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
         operation["requestBody"] = {
             "required": True,
             "content": {
-                "application/json": {"schema": {"type": "object"}},
-                "application/yaml": {"schema": {"type": "string"}},
+                "application/json": {"schema": _ref(Definition)},
+                "application/yaml": {"schema": {"type": "string", "minLength": 1}},
             },
         }
     elif endpoint.body is not None:
@@ -84,7 +100,12 @@ def _responses(endpoint: Endpoint) -> dict[str, Any]:
     for status, model in endpoint.answers.items():
         content = {"application/json": {"schema": _ref(model)}} if model is not None else None
         out[str(status)] = {"description": "success", **({"content": content} if content else {})}
-    for status in (*endpoint.errors, 500, 503):
+    refusals = {400, 401, 500, 503, *endpoint.errors}
+    if endpoint.raw_body or endpoint.body is not None:
+        refusals.add(413)
+    if endpoint.path.startswith("/v1/tasks/"):
+        refusals.add(403)
+    for status in sorted(refusals):
         out[str(status)] = {
             "description": "error",
             "content": {"application/json": {"schema": _ref(m.ErrorBody)}},
@@ -97,6 +118,7 @@ def _health(path: str) -> dict[str, Any]:
     return {
         "summary": "liveness" if path == "/healthz" else "readiness (after recovery)",
         "operationId": path.strip("/"),
+        "security": [],
         "responses": {
             "200": {"description": "ok", "content": content},
             "503": {"description": "not ready", "content": content},

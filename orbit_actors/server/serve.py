@@ -1,5 +1,6 @@
 """Running the server: one process serving the HTTP API and the worker gateway on one port
-(:mod:`.transport`), on a SQLite store, until SIGTERM or SIGINT.
+(Orbit's transport, :mod:`..http`, or hypercorn: :mod:`.front`), on a SQLite store, until
+SIGTERM or SIGINT.
 
 The port is open (``/healthz`` answers) while the runtime recovers; ``/readyz`` and the API
 answer only once every non-terminal execution has been respawned. On a signal the server
@@ -11,10 +12,11 @@ closes the runtime, whose commits in flight complete before the store closes. Wi
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import resource
 import signal
-import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -30,10 +32,10 @@ from ..store.sqlite import open_sqlite_store
 
 if TYPE_CHECKING:
     from ..observe.tracing import Tracer
-from .app import AppState, OrbitApp, refusal
-from .application import Limits
+from ..http.application import Limits
+from .app import AppState, OrbitApp
 from .auth import Credentials
-from .transport import Server, open_listeners
+from .front import ServerKind, open_front
 
 log = logging.getLogger("orbit.server")
 
@@ -56,6 +58,8 @@ class ServerOptions:
     certfile: Path | None = None
     keyfile: Path | None = None
     otlp_endpoint: str | None = None  # traces go to this OTLP/HTTP collector
+    max_connections: int = 1000  # served at once; beyond it a new connection is closed at once
+    server: ServerKind = "orbit"  # or "hypercorn": the same application through ASGI
 
     @property
     def max_message_bytes(self) -> int:
@@ -74,15 +78,15 @@ async def serve(
     check_exposure(options)
     state = AppState(credentials=options.credentials)
     limits = Limits(max_body_bytes=options.max_message_bytes,
-                    max_message_bytes=options.max_message_bytes)  # fmt: skip
-    server = Server(OrbitApp(state), limits, refusal)
-    listeners, urls = await open_listeners(options.bind, _ssl_context(options))
+                    max_message_bytes=options.max_message_bytes,
+                    max_connections=fit_descriptors(options.max_connections))  # fmt: skip
+    front = await open_front(options, OrbitApp(state), limits)
     async with (
         open_sqlite_store(options.db, synchronous=options.synchronous) as store,
         open_tracer(options.otlp_endpoint) as tracer,
         trio.open_nursery() as connections,
     ):
-        await connections.start(server.serve, listeners, connections)
+        urls = await front.start(connections)
         async with open_runtime(store, options.runtime, tracer=tracer) as runtime:
             tune_gc()
             state.runtime = runtime
@@ -93,9 +97,9 @@ async def serve(
             await _until_signal()
             log.info("shutting down: draining worker connections and requests")
             state.draining = True
-            server.stop_accepting()
+            front.stop_accepting()
             runtime.sessions.close_connections(1001, "server shutting down; resume the session")
-            await server.drain(options.graceful_timeout)
+            await front.drain(options.graceful_timeout)
             connections.cancel_scope.cancel()
 
 
@@ -141,6 +145,28 @@ async def _until_signal() -> None:
             return
 
 
+DESCRIPTORS_SPARE = 64  # files the store, logs and listeners need beside the connections
+
+
+def fit_descriptors(max_connections: int) -> int:
+    """Raise the soft limit on open files (up to the hard one) so that ``max_connections`` fit;
+    when they cannot, serve fewer and say so: a connection over the cap is closed at once,
+    while a process out of descriptors could not accept anyone (EMFILE)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = max_connections + DESCRIPTORS_SPARE
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return max_connections
+    fitted = max(1, soft - DESCRIPTORS_SPARE)
+    log.warning("only %d open files are allowed: serving at most %d connections, not %d",
+                soft, fitted, max_connections)  # fmt: skip
+    return fitted
+
+
 def is_loopback(bind: str) -> bool:
     """True for an address only this machine can reach."""
     host = bind.rpartition(":")[0].strip("[]")
@@ -167,12 +193,3 @@ def check_exposure(options: ServerOptions) -> None:
             "can reach it could start, read and cancel workflows or act as a worker; set "
             f"{' and '.join(missing)}, or pass --insecure to accept the risk"
         )
-
-
-def _ssl_context(options: ServerOptions) -> ssl.SSLContext | None:
-    if options.certfile is None:
-        return None
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(options.certfile, options.keyfile)
-    context.set_alpn_protocols(["h2", "http/1.1"])
-    return context

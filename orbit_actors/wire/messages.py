@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from ..ir.jsontext import TooDeepError, check_depth
+
 
 class _Message(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -74,7 +76,7 @@ class Credit(_Message):
     """A new concurrency for the session."""
 
     type: Literal["credit"]
-    concurrency: int = Field(ge=0)
+    concurrency: int = Field(ge=0, le=10_000)
 
 
 class Unregister(_Message):
@@ -101,7 +103,13 @@ class WireError(ValueError):
 
 
 def decode_worker_message(frame: str | bytes | dict[str, Any]) -> WorkerMessage:
-    """One worker message from a text frame (or its parsed dict)."""
+    """One worker message from a text frame (or its parsed dict); ``INVALID_REQUEST`` for JSON
+    nested deeper than :data:`~..ir.jsontext.MAX_DEPTH`."""
+    if not isinstance(frame, dict):
+        try:
+            check_depth(frame if isinstance(frame, str) else frame.decode("utf-8", "replace"))
+        except TooDeepError as exc:
+            raise WireError("INVALID_REQUEST", str(exc)) from None
     if not isinstance(frame, dict):
         try:  # the common case in one pass; anything amiss is explained by the path below
             return _DECODER.validate_json(frame)
@@ -111,7 +119,7 @@ def decode_worker_message(frame: str | bytes | dict[str, Any]) -> WorkerMessage:
     if not isinstance(frame, dict):
         try:
             data = json.loads(frame)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise WireError("INVALID_MESSAGE", f"the frame is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise WireError("INVALID_MESSAGE", "a message must be a JSON object")

@@ -16,6 +16,9 @@ from orbit_actors.client import Client
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = re.compile(r"Orbit is ready on (https?://\S+)")
+SERVER = os.environ.get("ORBIT_E2E_SERVER", "orbit")
+"""Which server the e2e tests start: ``ORBIT_E2E_SERVER=hypercorn`` runs them on hypercorn."""
+SERVER_ARGS = ["--server", SERVER] if SERVER != "orbit" else []
 
 
 def _environment(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -31,7 +34,7 @@ class ServerProcess:
     def __init__(self, folder: Path, *args: str) -> None:
         self.folder = folder
         self.db = folder / "orbit.db"
-        self.args = list(args)
+        self.args = [*args, *SERVER_ARGS]
         self.process: subprocess.Popen[str] | None = None
         self.url = ""
         self.port = 0

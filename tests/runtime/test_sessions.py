@@ -226,9 +226,10 @@ async def test_cancel_pushes_and_heartbeats_list_cancelled_tokens(
 async def test_credit_zero_pauses_pushes_and_credit_resumes_them(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
-    worker = FakeWorker(runtime, "w1", [("t", "1"), ("t2", "1")], concurrency=0)
+    worker = FakeWorker(runtime, "w1", [("t", "1"), ("t2", "1")], concurrency=1)
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.serve)
+        await worker.connection.handle(wire.Credit(type="credit", concurrency=0))
         execution_id = await started(runtime)
         await trio.sleep(1)
         assert worker.tasks == []

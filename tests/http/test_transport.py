@@ -23,10 +23,10 @@ from wsproto.events import (
     Request as WsRequest,
 )
 
-from orbit_actors.server.application import Limits
-from orbit_actors.server.http1 import Request, Response
-from orbit_actors.server.transport import Server, open_listeners
-from orbit_actors.server.websocket import SocketClosed, WebSocket
+from orbit_actors.http.application import Limits, ServerSocket
+from orbit_actors.http.http1 import Request, Response
+from orbit_actors.http.transport import Server, open_listeners
+from orbit_actors.http.websocket import SocketClosed
 
 LIMIT = 1000
 BIG = 300_000  # over HTTP/2's initial flow-control window (65,535 bytes)
@@ -50,7 +50,7 @@ class EchoApp:
                 "body": request.body.decode(), "type": request.content_type}  # fmt: skip
         return Response(200, json.dumps(body).encode())
 
-    async def websocket(self, request: Request, socket: WebSocket) -> Response | None:
+    async def websocket(self, request: Request, socket: ServerSocket) -> Response | None:
         if request.path != "/ws":
             return Response(401, b'{"refused": true}')
         await socket.accept()
@@ -77,8 +77,10 @@ def refusal(status: int, message: str) -> Response:
 
 
 @asynccontextmanager
-async def running(app: EchoApp, keep_alive: float = 75.0) -> AsyncIterator[tuple[Server, int]]:
-    server = Server(app, Limits(LIMIT, LIMIT, keep_alive), refusal)
+async def running(
+    app: EchoApp, keep_alive: float = 75.0, limits: Limits | None = None
+) -> AsyncIterator[tuple[Server, int]]:
+    server = Server(app, limits or Limits(LIMIT, LIMIT, keep_alive), refusal)
     listeners, urls = await open_listeners("127.0.0.1:0", None)
     async with trio.open_nursery() as connections:
         await connections.start(server.serve, listeners, connections)
@@ -349,7 +351,7 @@ async def test_an_upgrade_to_another_protocol_is_answered_in_http_1_1_with_its_b
 
 
 def test_a_head_and_a_large_body_arriving_together_are_judged_apart() -> None:
-    from orbit_actors.server.http1 import Refusal, RequestReader
+    from orbit_actors.http.http1 import Refusal, RequestReader
 
     reader = RequestReader(100)
     head = b"POST /x HTTP/1.1\r\nhost: t\r\ncontent-length: 200000\r\n\r\n"

@@ -10,14 +10,19 @@ streams beside it. The limits are HTTP/1.1's: a header list over
 :data:`~.http1.MAX_HEAD_BYTES` is refused by h2 itself, a body over ``max_body_bytes`` is 413 on
 its stream (announced by ``content-length`` or not) and that stream is reset, the others go on.
 A connection with nothing in flight closes after the keep-alive timeout, one whose request
-bodies stall after the transport's ``BODY_TIMEOUT``; a drain lets answers in flight finish and
-then says GOAWAY. A client breaking the protocol gets GOAWAY with h2's error code.
+bodies stall after the body timeout; a drain lets answers in flight finish and then says
+GOAWAY. A client breaking the protocol gets one GOAWAY with h2's error code. A client resetting
+more than ``max_resets`` streams within ``reset_window`` (the "rapid reset" attack,
+CVE-2023-44487) gets GOAWAY ``ENHANCE_YOUR_CALM``; at most :data:`MAX_STREAMS` streams are open
+at once. An answer whose flow-control window stays shut, or whose write makes no progress, for
+the write timeout ends the connection.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -31,7 +36,7 @@ import trio
 
 from .application import Application, Limits
 from .http1 import MAX_HEAD_BYTES, Request, Response, request_of
-from .streams import linger, receive_or_end
+from .streams import Deadline, linger, receive_or_end
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 MAX_STREAMS = 100
@@ -82,13 +87,12 @@ class Http2Connection:
     """One HTTP/2 connection; :meth:`serve` returns when it is over (the caller closes the
     stream)."""
 
-    def __init__(
-        self, stream: trio.abc.Stream, host: Host, opening: bytes, body_timeout: float
-    ) -> None:
-        self._stream = stream
+    def __init__(self, out: Deadline, host: Host, opening: bytes) -> None:
+        self._stream = out.stream
+        self._out = out
         self._host = host
         self._opening = opening
-        self._body_timeout = body_timeout
+        self._limits = host.limits
         config = h2.config.H2Configuration(client_side=False, header_encoding=None)
         self._h2 = h2.connection.H2Connection(config=config)
         self._h2.local_settings = h2.settings.Settings(
@@ -103,8 +107,10 @@ class Http2Connection:
         self._answering: dict[int, trio.CancelScope] = {}
         self._window_opened: dict[int, trio.Event] = {}
         self._reading = trio.CancelScope()
+        self._resets: deque[float] = deque()  # when the client reset streams, oldest first
         self._broken = False  # the client broke the protocol or left
         self._gone = False  # the client closed its side
+        self._goaway_sent = False
 
     async def serve(self) -> None:
         """Serve streams until the client leaves, idles out, breaks the protocol or the server
@@ -123,8 +129,9 @@ class Http2Connection:
             if self._broken:  # nobody is left to read the answers in flight
                 answers.cancel_scope.cancel()
         self._host.idle.discard(self._reading)
-        with contextlib.suppress(h2.exceptions.ProtocolError):
-            self._h2.close_connection()
+        if not self._goaway_sent:
+            with contextlib.suppress(h2.exceptions.ProtocolError):
+                self._h2.close_connection()
         await self._flush()
         if self._broken and not self._gone:  # the rest of what it sent is still unread
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -138,9 +145,9 @@ class Http2Connection:
         if self._answering:
             scope.deadline, quiet = math.inf, False
         elif self._incoming:
-            scope.deadline, quiet = trio.current_time() + self._body_timeout, False
+            scope.deadline, quiet = trio.current_time() + self._limits.body_timeout, False
         else:
-            scope.deadline = trio.current_time() + self._host.limits.keep_alive_timeout
+            scope.deadline = trio.current_time() + self._limits.keep_alive_timeout
             quiet = True
         if quiet and self._host.draining:
             scope.cancel()
@@ -154,7 +161,7 @@ class Http2Connection:
         try:
             events = self._h2.receive_data(bytes(data))
         except h2.exceptions.ProtocolError:
-            self._broken = True
+            self._broken = self._goaway_sent = True
             return False  # h2 has queued GOAWAY with its error code
         for event in events:
             if isinstance(event, h2.events.RequestReceived):
@@ -166,6 +173,8 @@ class Http2Connection:
                 self._ended(event.stream_id, answers)
             elif isinstance(event, h2.events.StreamReset):
                 self._reset(event.stream_id)
+                if event.remote_reset and self._too_many_resets():
+                    return False
             elif isinstance(event, h2.events.WindowUpdated | h2.events.RemoteSettingsChanged):
                 self._windows_opened(getattr(event, "stream_id", 0))
             elif isinstance(event, h2.events.ConnectionTerminated):
@@ -175,7 +184,7 @@ class Http2Connection:
     def _begin(self, stream_id: int, headers: list[tuple[bytes, bytes]]) -> None:
         incoming = self._incoming[stream_id] = _Incoming(headers)
         declared = _header(incoming.headers, b"content-length")
-        if declared.isdigit() and int(declared) > self._host.limits.max_body_bytes:
+        if declared.isdigit() and int(declared) > self._limits.max_body_bytes:
             self._refuse_body(stream_id)
 
     def _body(self, stream_id: int, data: bytes) -> None:
@@ -183,7 +192,7 @@ class Http2Connection:
         if incoming is None:  # refused or reset: its bytes are counted and dropped
             return
         incoming.body += data
-        if len(incoming.body) > self._host.limits.max_body_bytes:
+        if len(incoming.body) > self._limits.max_body_bytes:
             self._refuse_body(stream_id)
 
     def _ended(self, stream_id: int, answers: trio.Nursery) -> None:
@@ -200,6 +209,21 @@ class Http2Connection:
         if scope is not None:
             scope.cancel()
         self._windows_opened(stream_id)
+
+    def _too_many_resets(self) -> bool:
+        """Count a reset by the client; past ``max_resets`` within ``reset_window``, say
+        GOAWAY ``ENHANCE_YOUR_CALM``: each stream opened and reset costs the server a request's
+        work and the client nothing."""
+        now = trio.current_time()
+        resets = self._resets
+        resets.append(now)
+        while resets[0] < now - self._limits.reset_window:
+            resets.popleft()
+        if len(resets) <= self._limits.max_resets:
+            return False
+        self._h2.close_connection(error_code=h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
+        self._broken = self._goaway_sent = True
+        return True
 
     def _refuse_body(self, stream_id: int) -> None:
         """413 on the stream, then reset it: the client stops sending, the connection stays."""
@@ -244,8 +268,7 @@ class Http2Connection:
             while sent < len(body):
                 window = min(h2c.local_flow_control_window(stream_id), h2c.max_outbound_frame_size)
                 if window <= 0:
-                    opened = self._window_opened[stream_id] = trio.Event()
-                    await opened.wait()
+                    await self._window_wait(stream_id)
                     continue
                 piece = body[sent : sent + window]
                 sent += len(piece)
@@ -253,6 +276,16 @@ class Http2Connection:
                 await self._flush()
         except h2.exceptions.ProtocolError:
             pass  # the stream was reset or the connection ended: nobody waits for the rest
+
+    async def _window_wait(self, stream_id: int) -> None:
+        """Wait for the client to open the stream's window; a client that keeps it shut for the
+        write timeout has stopped reading: the connection ends as for a stalled write."""
+        opened = self._window_opened[stream_id] = trio.Event()
+        with trio.move_on_after(self._limits.write_timeout) as waited:
+            await opened.wait()
+        if waited.cancelled_caught:
+            self._out.stall()
+            await trio.lowlevel.checkpoint()  # cancelled by the stall: this answer ends here
 
     def _windows_opened(self, stream_id: int) -> None:
         """Wake the senders a WINDOW_UPDATE or a settings change may have unblocked."""
@@ -268,7 +301,7 @@ class Http2Connection:
             data = self._h2.data_to_send()
             if data:
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await self._stream.send_all(data)
+                    await self._out.send(data)
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str:

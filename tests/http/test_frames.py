@@ -11,9 +11,9 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Event, Message, TextMessage
 from wsproto.events import Request as WsRequest
 
-from orbit_actors.server import frames
-from orbit_actors.server.frames import Close, FrameReader, Ping, ProtocolViolation
-from orbit_actors.server.http1 import Refusal
+from orbit_actors.http import frames
+from orbit_actors.http.frames import Close, FrameReader, Ping, ProtocolViolation
+from orbit_actors.http.http1 import Refusal
 
 KEY = "dGhlIHNhbXBsZSBub25jZQ=="
 HEADERS = {"upgrade": "websocket", "connection": "keep-alive, Upgrade",

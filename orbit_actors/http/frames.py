@@ -4,7 +4,9 @@ read into whole messages, and server frames written.
 Every rule a client can break ends in :class:`ProtocolViolation` carrying the close code the
 RFC names for it (1002 protocol error, 1007 invalid UTF-8, 1009 message too big). A frame whose
 header announces a message over the limit is refused before its payload is buffered, so a
-connection never holds more than one message's worth of bytes. No extension is negotiated,
+connection never holds more than one message's worth of bytes; a message in more fragments
+than ``max_fragments`` is refused too (1009), so empty or one-byte fragments cannot grow memory
+past the size limit. No extension is negotiated,
 so the reserved bits must be clear.
 """
 
@@ -118,9 +120,10 @@ class FrameReader:
     """Client bytes in, whole messages (``str`` for text, ``bytes`` for binary) and control
     frames (:class:`Ping`, :class:`Close`) out. Fragments are joined; pongs are dropped."""
 
-    def __init__(self, max_message_bytes: int) -> None:
+    def __init__(self, max_message_bytes: int, max_fragments: int = 1024) -> None:
         self._buffer = bytearray()
         self._max = max_message_bytes
+        self._max_fragments = max_fragments
         self._opcode: int | None = None  # of the fragmented message in progress
         self._parts: list[bytes] = []
         self._size = 0
@@ -178,6 +181,8 @@ class FrameReader:
             if len(buffer) < 10:
                 return None
             size, at = int.from_bytes(buffer[2:10], "big"), 10
+            if size >> 63:
+                raise ProtocolViolation(1002, "the top bit of a 64-bit frame length must be 0")
         self._check_header(fin, opcode, size)
         end = at + 4 + size
         if len(buffer) < end:
@@ -206,6 +211,9 @@ class FrameReader:
         elif self._opcode is not None:
             raise ProtocolViolation(1002, "a new message began before the last one ended")
         if not fin:
+            if len(self._parts) + 1 >= self._max_fragments:  # this one and the final one
+                why = f"a message in more than {self._max_fragments} fragments"
+                raise ProtocolViolation(1009, why)
             self._opcode = opcode
             self._parts.append(payload)
             self._size += len(payload)

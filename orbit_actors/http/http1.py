@@ -4,7 +4,9 @@ Parsing is httptools (bindings to llhttp, Node's parser): strict, and about ten 
 per request than a pure-Python parser, which matters because every execution costs two
 requests. :class:`RequestReader` adds the limits (a head over :data:`MAX_HEAD_BYTES` is 431, a
 body over the limit 413, before it is read when ``Content-Length`` says so) and keeps the
-requests of a pipelining client in order. The transport (:mod:`.transport`) does the I/O.
+requests of a pipelining client in order (a request that arrived whole is answered even when
+garbage follows it in the same read), and requires one ``Host`` header in HTTP/1.1 (RFC 9112
+section 3.2: 400 without it or with two). The transport (:mod:`.transport`) does the I/O.
 """
 
 from __future__ import annotations
@@ -95,30 +97,48 @@ class RequestReader:
         self._fed_in_head = 0  # bytes fed that left the current head still incomplete
         self._body_bytes = 0
         self._in_head = True
+        self._hosts = 0  # Host headers of the current head
         self._refusal: Refusal | None = None
+        self._failed: Refusal | None = None  # raised once the requests before it are taken
         self.busy = False  # part of a request has arrived
         self.expects_continue = False  # a client waits for ``100 Continue`` before its body
         self.upgraded: bytes | None = None  # after an upgrade request: the bytes that followed
 
     def feed(self, data: bytes) -> None:
-        """Parse ``data``; raises :class:`Refusal` for a malformed or oversized request."""
+        """Parse ``data``; raises :class:`Refusal` for a malformed or oversized request (from
+        :meth:`next_request` instead when whole requests came before it)."""
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
             self.upgraded = data[upgrade.args[0] :]
         except httptools.HttpParserCallbackError:
             assert self._refusal is not None
-            raise self._refusal from None
+            self._fail(self._refusal)
         except httptools.HttpParserError as exc:
-            raise Refusal(400, f"malformed HTTP request: {exc}") from None
+            self._fail(Refusal(400, f"malformed HTTP request: {exc}"))
         if self.busy and self._in_head:  # a head may never finish: bound what it can hold
             self._fed_in_head += len(data)
             if self._fed_in_head > MAX_HEAD_BYTES:
                 raise Refusal(431, "the request head is over the server's limit")
 
     def next_request(self) -> Request | None:
-        """The oldest whole request not yet taken, or None."""
-        return self._ready.popleft() if self._ready else None
+        """The oldest whole request not yet taken, or None; raises the :class:`Refusal` of what
+        followed them once they are all taken."""
+        if self._ready:
+            return self._ready.popleft()
+        if self._failed is not None:
+            raise self._failed
+        return None
+
+    @property
+    def in_head(self) -> bool:
+        """A request has begun and its head is not complete yet."""
+        return self.busy and self._in_head
+
+    def _fail(self, refusal: Refusal) -> None:
+        self._failed = refusal
+        if not self._ready:
+            raise refusal from None
 
     # -- httptools callbacks ---------------------------------------------------------------
     def on_message_begin(self) -> None:
@@ -126,6 +146,7 @@ class RequestReader:
         self._in_head = True
         self._head_bytes = 0
         self._fed_in_head = 0
+        self._hosts = 0
         self._url = b""
         self._headers = {}
         self._chunks = []
@@ -138,6 +159,7 @@ class RequestReader:
     def on_header(self, name: bytes, value: bytes) -> None:
         self._check_head(len(name) + len(value))
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        self._hosts += key == "host"
         known = self._headers.get(key)
         self._headers[key] = text if known is None else f"{known}, {text}"
 
@@ -145,6 +167,9 @@ class RequestReader:
         self._in_head = False
         self._head_bytes = 0
         self._fed_in_head = 0
+        if self._parser.get_http_version() == "1.1" and self._hosts != 1:
+            why = "is required" if not self._hosts else "must be sent once, not repeated"
+            self._refuse(Refusal(400, f"the Host header {why} in HTTP/1.1 (RFC 9112 3.2)"))
         declared = self._headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self._max_body:
             self._refuse(Refusal(413, "the request body is over the server's limit"))

@@ -15,8 +15,8 @@ import httpx
 import trio
 import trustme
 
-from orbit_actors.server.application import Limits
-from orbit_actors.server.transport import Server, open_listeners
+from orbit_actors.http.application import Limits
+from orbit_actors.http.transport import Server, open_listeners
 
 from .test_transport import BIG, LIMIT, EchoApp, refusal, running
 

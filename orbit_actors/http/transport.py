@@ -10,13 +10,17 @@ API and the worker gateway need, one task per connection, about 0.05 ms per requ
 
 What it promises:
 
-- **Limits.** A request head over :data:`~.http1.MAX_HEAD_BYTES` is 431, a body over
-  ``max_body_bytes`` is 413 (before it is read when ``Content-Length`` says so), and either
-  closes the connection; a request that does not arrive within :data:`BODY_TIMEOUT` once begun
-  is 408 and closes it; a WebSocket message over
-  the limit closes the socket with 1009.
+- **Limits** (:class:`~.application.Limits`; http-api.md, "Connection limits"). A request head
+  over :data:`~.http1.MAX_HEAD_BYTES` is 431, a body over ``max_body_bytes`` is 413 (before it
+  is read when ``Content-Length`` says so), and either closes the connection. A head must
+  arrive whole within ``head_timeout`` of its first byte and a body within ``body_timeout`` of
+  its head, else 408 and close: the deadlines are fixed when the request begins, so a client
+  sending a byte at a time gains nothing. A write that makes no progress for
+  ``write_timeout`` closes the connection. Beyond ``max_connections`` a new connection is
+  closed at once. A WebSocket message over the limit, or in more than ``max_fragments``
+  frames, closes the socket with 1009.
 - **Keep-alive.** A connection may carry any number of requests; one idle for
-  ``keep_alive_timeout`` is closed.
+  ``keep_alive_timeout`` since its last answer is closed.
 - **Drain.** :meth:`Server.drain` stops accepting, closes idle connections, lets requests in
   flight finish (their answers say ``Connection: close``) and cancels what is left after the
   grace period.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import ssl
 import time
 from collections.abc import Callable, Iterator
@@ -45,13 +50,13 @@ from .http1 import (
     encode_response,
 )
 from .http2 import PREFACE, Http2Connection
-from .streams import linger
+from .streams import Deadline, linger
 from .websocket import READ_CHUNK, WebSocket
 
 log = logging.getLogger("orbit.http")
 
-BODY_TIMEOUT = 60.0
 CLOSE_TIMEOUT = 5.0
+_LATE = ("head", "body")  # waits that end in 408 when their deadline passes
 
 
 Listeners = list[trio.abc.Listener[trio.abc.Stream]]
@@ -86,6 +91,7 @@ class Server:
         self._idle: set[trio.CancelScope] = set()
         self._draining = False
         self._open = 0
+        self._at_capacity = False  # said once in the log each time the limit is reached
         self._none_open = trio.Event()
         self._accepting = trio.CancelScope()
 
@@ -149,9 +155,17 @@ class Server:
 
     # -- connections ---------------------------------------------------------------------------
     async def _connection(self, stream: trio.abc.Stream) -> None:
+        if self._open >= self._limits.max_connections:
+            await self._turn_away(stream)
+            return
+        self._at_capacity = False
         self._open += 1
+        out = Deadline(stream, self._limits.write_timeout)
         try:
-            await self._serve(stream)
+            with out.scope:
+                await self._serve(out)
+            if out.scope.cancelled_caught and out.phase in _LATE:
+                await self._too_late(stream, out.phase)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError, OSError):
             pass  # the client went away
         except Exception:
@@ -164,60 +178,78 @@ class Server:
                 scope.deadline = trio.current_time() + CLOSE_TIMEOUT
                 await _close(stream)
 
-    async def _serve(self, stream: trio.abc.Stream) -> None:
+    async def _turn_away(self, stream: trio.abc.Stream) -> None:
+        """Close a connection over ``max_connections`` at once: the ones open go on."""
+        if not self._at_capacity:
+            self._at_capacity = True
+            log.warning(
+                "%d connections are open (--max-connections): new ones are closed at once",
+                self._open,
+            )
+        raw = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
+        await trio.aclose_forcefully(raw)
+
+    async def _too_late(self, stream: trio.abc.Stream, part: str) -> None:
+        """408 for a head or body that did not arrive by its deadline (a write of its own)."""
+        out = Deadline(stream, self._limits.write_timeout)
+        with out.scope:
+            late = f"the request {part} did not arrive in time; send it whole, promptly"
+            await self._refuse(out, Refusal(408, late))
+
+    async def _serve(self, out: Deadline) -> None:
         """HTTP/2 when the client asks for it (ALPN ``h2`` over TLS, or the connection preface
         in clear), HTTP/1.1 otherwise."""
+        stream = out.stream
         if isinstance(stream, trio.SSLStream):
-            with self._idle_wait() as handshake:
+            handshake_by = trio.current_time() + self._limits.head_timeout
+            with self._idle_wait(handshake_by) as handshake:  # a TLS handshake is a head
                 await stream.do_handshake()
             if handshake.cancelled_caught:
                 return
             if stream.selected_alpn_protocol() == "h2":
-                await Http2Connection(stream, self, b"", BODY_TIMEOUT).serve()
+                await Http2Connection(out, self, b"").serve()
                 return
-        try:
-            opening = await self._opening(stream)
-        except Refusal as refusal:
-            await self._refuse(stream, refusal)
-            return
+        opening = await self._opening(out)
+        out.expect("served", math.inf)  # HTTP/2 keeps its own read deadlines
         if opening.startswith(PREFACE):
-            await Http2Connection(stream, self, opening, BODY_TIMEOUT).serve()
+            await Http2Connection(out, self, opening).serve()
         elif opening:
-            await self._serve_requests(stream, opening)
+            await self._serve_requests(out, opening)
 
-    async def _opening(self, stream: trio.abc.Stream) -> bytes:
+    async def _opening(self, out: Deadline) -> bytes:
         """The first bytes of a connection: enough to tell the HTTP/2 preface from a request."""
-        opening = bytes(await self._receive_idle(stream))
+        opening = bytes(await self._receive_idle(out, self._idle_deadline()))
+        out.expect("head", trio.current_time() + self._limits.head_timeout)
         while opening and len(opening) < len(PREFACE) and PREFACE.startswith(opening):
-            more = await _receive_begun(stream)
+            more = await out.stream.receive_some(READ_CHUNK)
             if not more:
                 return b""
             opening += more
         return opening
 
-    async def _serve_requests(self, stream: trio.abc.Stream, opening: bytes) -> None:
+    async def _serve_requests(self, out: Deadline, opening: bytes) -> None:
         reader = RequestReader(self._limits.max_body_bytes)
         try:
             reader.feed(opening)
         except Refusal as refusal:
-            await self._refuse(stream, refusal)
+            await self._refuse(out, refusal)
             return
         while not self._draining:
             try:
-                request = await self._next_request(stream, reader)
+                request = await self._next_request(out, reader)
             except Refusal as refusal:
-                await self._refuse(stream, refusal)
+                await self._refuse(out, refusal)
                 return
             if request is None:
                 return
             if reader.upgraded is not None:  # the parser stops at an upgrade: nothing follows
                 if _is_upgrade(request):
-                    await self._upgrade(stream, request, reader.upgraded)
+                    await self._upgrade(out, request, reader.upgraded)
                     return
                 try:  # another protocol (h2c, say): answered in HTTP/1.1, then closed
-                    request.body = await self._rest_of_body(stream, request, reader.upgraded)
+                    request.body = await self._rest_of_body(out, request, reader.upgraded)
                 except Refusal as refusal:
-                    await self._refuse(stream, refusal)
+                    await self._refuse(out, refusal)
                     return
                 request.keep_alive = False
             head_only = request.method == "HEAD"
@@ -225,31 +257,39 @@ class Server:
                 request.method = "GET"
             response = await self._app.respond(request)
             close = response.close or self._draining or not request.keep_alive
-            await self._answer(stream, response, close=close, with_body=not head_only)
+            await self._answer(out, response, close=close, with_body=not head_only)
             if close:
                 return
 
-    async def _next_request(self, stream: trio.abc.Stream, reader: RequestReader) -> Request | None:
+    async def _next_request(self, out: Deadline, reader: RequestReader) -> Request | None:
         """The next whole request; None when the client closed, idled past the keep-alive
-        timeout, or the server drains while the connection is idle."""
+        timeout, or the server drains while the connection is idle. Each deadline is fixed
+        once, when its wait begins: reads that bring a byte do not push it."""
+        idle_by, head_by, body_by = self._idle_deadline(), math.inf, math.inf
+        stream = out.stream
         while True:
             request = reader.next_request()
             if request is not None:
+                out.expect("served", math.inf)  # the application answers in its own time
                 return request
             if reader.expects_continue:
                 reader.expects_continue = False
-                await stream.send_all(CONTINUE)
-            if reader.busy:
-                data = await _receive_begun(stream)
+                await out.send(CONTINUE)
+            if reader.in_head:
+                head_by = min(head_by, trio.current_time() + self._limits.head_timeout)
+                out.expect("head", head_by)
+                data = await stream.receive_some(READ_CHUNK)
+            elif reader.busy:
+                body_by = min(body_by, trio.current_time() + self._limits.body_timeout)
+                out.expect("body", body_by)
+                data = await stream.receive_some(READ_CHUNK)
             else:
-                data = await self._receive_idle(stream)
+                data = await self._receive_idle(out, idle_by)
             if not data:
                 return None
             reader.feed(bytes(data))
 
-    async def _rest_of_body(
-        self, stream: trio.abc.Stream, request: Request, received: bytes
-    ) -> bytes:
+    async def _rest_of_body(self, out: Deadline, request: Request, received: bytes) -> bytes:
         """The body of a request the parser left at its upgrade headers (by its length)."""
         if "chunked" in request.headers.get("transfer-encoding", "").lower():
             raise Refusal(400, "a chunked body with an Upgrade header is not supported")
@@ -258,25 +298,30 @@ class Server:
         if length > self._limits.max_body_bytes:
             raise Refusal(413, "the request body is over the server's limit")
         body = bytearray(received)
+        out.expect("body", trio.current_time() + self._limits.body_timeout)
         while len(body) < length:
-            data = await _receive_begun(stream)
+            data = await out.stream.receive_some(READ_CHUNK)
             if not data:
                 raise Refusal(400, "the request body ended early")
             body += data
         return bytes(body[:length])
 
-    async def _receive_idle(self, stream: trio.abc.Stream) -> bytes | bytearray:
-        """The first bytes of the next request, or ``b""`` after the keep-alive timeout or once
-        the server drains."""
-        with self._idle_wait():
-            return await stream.receive_some(READ_CHUNK)
-        return b""
+    async def _receive_idle(self, out: Deadline, deadline: float) -> bytes | bytearray:
+        """The first bytes of the next request; the connection ends at ``deadline`` or when the
+        server drains (its scope is among the idle ones meanwhile)."""
+        out.expect("idle", deadline)
+        self._idle.add(out.scope)
+        try:
+            return await out.stream.receive_some(READ_CHUNK)
+        finally:
+            self._idle.discard(out.scope)
+
+    def _idle_deadline(self) -> float:
+        return trio.current_time() + self._limits.keep_alive_timeout
 
     @contextlib.contextmanager
-    def _idle_wait(self) -> Iterator[trio.CancelScope]:
-        """A wait with nothing in flight: it ends at the keep-alive timeout or when the server
-        drains."""
-        deadline = trio.current_time() + self._limits.keep_alive_timeout
+    def _idle_wait(self, deadline: float) -> Iterator[trio.CancelScope]:
+        """A wait with nothing in flight: it ends at ``deadline`` or when the server drains."""
         with trio.CancelScope(deadline=deadline) as scope:
             self._idle.add(scope)
             try:
@@ -284,31 +329,33 @@ class Server:
             finally:
                 self._idle.discard(scope)
 
-    async def _refuse(self, stream: trio.abc.Stream, refusal: Refusal) -> None:
+    async def _refuse(self, out: Deadline, refusal: Refusal) -> None:
         """Answer a request that could not be taken, then :func:`~.streams.linger` (the rest of
         a refused body may still be on its way)."""
+        out.expect("refused", math.inf)
         response = self._refusal(refusal.status, refusal.message)
         response.headers.extend(refusal.headers)
-        await self._answer(stream, response, close=True)
-        await linger(stream)
+        await self._answer(out, response, close=True)
+        await linger(out.stream)
 
     async def _answer(
-        self, stream: trio.abc.Stream, response: Response, *, close: bool, with_body: bool = True
+        self, out: Deadline, response: Response, *, close: bool, with_body: bool = True
     ) -> None:
-        data = encode_response(response, date=self._date.now(), close=close, with_body=with_body)
-        await stream.send_all(data)
+        await out.send(
+            encode_response(response, date=self._date.now(), close=close, with_body=with_body)
+        )
 
-    async def _upgrade(self, stream: trio.abc.Stream, request: Request, leftover: bytes) -> None:
+    async def _upgrade(self, out: Deadline, request: Request, leftover: bytes) -> None:
         try:
-            socket = WebSocket(stream, request, leftover, self._limits.max_message_bytes)
+            socket = WebSocket(out, request, leftover, self._limits)
         except Refusal as bad_handshake:
-            await self._refuse(stream, bad_handshake)
+            await self._refuse(out, bad_handshake)
             return
         refusal = await self._app.websocket(request, socket)
         if socket.accepted:
             await socket.finish()
         elif refusal is not None:
-            await self._answer(stream, refusal, close=True)
+            await self._answer(out, refusal, close=True)
 
 
 def _is_upgrade(request: Request) -> bool:
@@ -317,13 +364,6 @@ def _is_upgrade(request: Request) -> bool:
         and request.headers.get("upgrade", "").lower() == "websocket"
         and "upgrade" in request.headers.get("connection", "").lower()
     )
-
-
-async def _receive_begun(stream: trio.abc.Stream) -> bytes | bytearray:
-    """More of a request already begun; 408 when nothing comes within :data:`BODY_TIMEOUT`."""
-    with trio.move_on_after(BODY_TIMEOUT):
-        return await stream.receive_some(READ_CHUNK)
-    raise Refusal(408, "the request did not arrive in time")
 
 
 async def _close(stream: trio.abc.Stream) -> None:

@@ -2,18 +2,25 @@
 framing, this class does the I/O on trio. Fragments are joined into whole messages, pings are
 answered, a message over the size limit closes the socket with 1009 (refused from its frame
 header, before its payload is read), any other broken framing rule closes it with the code
-RFC 6455 names, and a close from the peer is answered before :class:`SocketClosed` is raised."""
+RFC 6455 names, and a close from the peer is answered before :class:`SocketClosed` is raised.
+A message in more than ``max_fragments`` frames closes it with 1009 too, and a write that makes
+no progress for ``write_timeout`` (a peer that stopped reading) ends the connection at once
+(:class:`~.streams.Deadline`)."""
 
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 import trio
 
 from . import frames
 from .frames import CLOSE, Close, FrameReader, Ping, ProtocolViolation
 from .http1 import Request
-from .streams import receive_or_end
+from .streams import Deadline, receive_or_end
+
+if TYPE_CHECKING:
+    from .application import Limits
 
 READ_CHUNK = 65536
 CLOSE_WAIT = 2.0
@@ -32,12 +39,11 @@ class WebSocket:
     peer is answered by the receiving task under the same lock.
     """
 
-    def __init__(
-        self, stream: trio.abc.Stream, request: Request, leftover: bytes, max_message_bytes: int
-    ) -> None:
-        self._stream = stream
+    def __init__(self, out: Deadline, request: Request, leftover: bytes, limits: Limits) -> None:
+        self._stream = out.stream
+        self._out = out
         self._handshake = frames.accept_handshake(request.headers)
-        self._reader = FrameReader(max_message_bytes)
+        self._reader = FrameReader(limits.max_message_bytes, limits.max_fragments)
         self._reader.feed(leftover)
         self._send_lock = trio.StrictFIFOLock()
         self._closed = False  # a close frame was sent, or the stream is gone
@@ -128,7 +134,7 @@ class WebSocket:
     async def _send_raw(self, data: bytes) -> None:
         try:
             async with self._send_lock:
-                await self._stream.send_all(data)
+                await self._out.send(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._closed = True
             raise SocketClosed from None

@@ -1,0 +1,89 @@
+"""Small I/O helpers on trio streams, shared by the HTTP/1.1, HTTP/2 and WebSocket code:
+reading where a vanished peer is just the end, and closing a connection the client is still
+sending on without losing the last answer."""
+
+from __future__ import annotations
+
+import math
+
+import trio
+
+LINGER_TIMEOUT = 2.0
+"""How long the client's remaining bytes are read (and dropped) before the connection closes."""
+LINGER_BYTES = 16 * 1024 * 1024
+"""How many of them, at most."""
+
+
+async def receive_or_end(stream: trio.abc.Stream, max_bytes: int = 65536) -> bytes | bytearray:
+    """The next bytes from the peer; ``b""`` when it closed or the stream broke."""
+    try:
+        return await stream.receive_some(max_bytes)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return b""
+
+
+async def linger(stream: trio.abc.Stream) -> None:
+    """After the last answer: stop sending, then read what the client still sends until it
+    closes, for at most :data:`LINGER_TIMEOUT` and :data:`LINGER_BYTES`. Closing a socket that
+    holds unread bytes makes the kernel reset the connection, and the client could lose the
+    answer before reading it."""
+    with trio.move_on_after(LINGER_TIMEOUT):
+        if isinstance(stream, trio.SocketStream):
+            await stream.send_eof()
+        drained = 0
+        while drained < LINGER_BYTES:
+            data = await stream.receive_some(65536)
+            if not data:
+                return
+            drained += len(data)
+
+
+WRITE_PIECE = 65536
+"""A write's progress is judged piece by piece: each piece must leave within the timeout."""
+
+
+class Deadline:
+    """The one deadline of a connection, on :attr:`scope`, which the transport wraps around the
+    whole connection. It is set for what the connection waits for now (:meth:`expect`: the next
+    request, the rest of a head, a body) and, during a write, for the write to make progress: a
+    piece of :data:`WRITE_PIECE` bytes that has not left within ``write_timeout`` (a client that
+    stopped reading) ends the connection. :attr:`phase` says which wait ran out.
+
+    One scope for the connection's life with its deadline moved, rather than a scope per wait:
+    entering a cancel scope cost more than reading or writing a small request."""
+
+    def __init__(self, stream: trio.abc.Stream, write_timeout: float) -> None:
+        self.stream = stream
+        self.scope = trio.CancelScope()
+        self.phase = "idle"
+        self._write_timeout = write_timeout
+        self._wait_by = math.inf
+
+    def expect(self, phase: str, deadline: float) -> None:
+        """What the connection waits for now (``idle``, ``head``, ``body``) and until when."""
+        self.phase = phase
+        if deadline != self._wait_by:
+            self._wait_by = self.scope.deadline = deadline
+
+    async def send(self, data: bytes) -> None:
+        """Write ``data`` (writes are serialized by their callers); the wait's deadline is
+        restored after it."""
+        phase, scope = self.phase, self.scope
+        self.phase = "write"
+        try:
+            if len(data) <= WRITE_PIECE:
+                scope.deadline = trio.current_time() + self._write_timeout
+                await self.stream.send_all(data)
+                return
+            view = memoryview(data)
+            for start in range(0, len(view), WRITE_PIECE):
+                scope.deadline = trio.current_time() + self._write_timeout  # pushed on progress
+                await self.stream.send_all(view[start : start + WRITE_PIECE])
+        finally:
+            self.phase = phase
+            scope.deadline = self._wait_by
+
+    def stall(self) -> None:
+        """End the connection as a stalled write does (a shut HTTP/2 window, say)."""
+        self.phase = "write"
+        self.scope.cancel()
