@@ -3,7 +3,9 @@ execution once they have left memory, no-op throughput with them waiting against
 SIGKILL and restart on the same file — the time to ``/readyz`` and to the first completed
 signal. Ends with one JSON line.
 
-    .venv/bin/python bench/scale.py --n 10000 [--n 100000]
+    .venv/bin/python bench/scale.py               # 10,000 and 100,000 waiting
+    .venv/bin/python bench/scale.py --large       # and 1,000,000
+    .venv/bin/python bench/scale.py --n 5000      # just that many
 """
 
 from __future__ import annotations
@@ -147,8 +149,9 @@ def run(n: int, folder: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, action="append", help="waiting executions (repeatable)")
+    parser.add_argument("--large", action="store_true", help="also 1,000,000 waiting")
     args = parser.parse_args()
-    sizes = args.n or [10_000]
+    sizes = (args.n or [10_000, 100_000]) + ([1_000_000] if args.large else [])
     found: dict[str, float] = {}
     for n in sizes:
         with tempfile.TemporaryDirectory() as folder:
