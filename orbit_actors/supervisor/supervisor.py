@@ -207,7 +207,7 @@ class Supervisor:
                 if self.registry.passivate(execution_id, mailbox, actor.wake_at_ms):
                     self.stats.passivations += 1
                     return
-                state, resumed = actor.state, True  # a command came meanwhile: serve it
+                state, created, resumed = actor.state, None, True  # a command came: serve it
                 continue
             self._gone(execution_id, mailbox)
             return
