@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from ..errors import StorageError
 from ..history.events import Event
 
 PutOutcome = Literal["created", "unchanged", "conflict"]
@@ -118,6 +119,10 @@ class Commit:
     events: list[Event]
     rollover: bool = False
     create: bool = False
+
+
+class StoreOpenError(StorageError):
+    """The database cannot be used; the message names it and says what to do."""
 
 
 class AlreadyStored(Exception):
