@@ -24,7 +24,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.e2e import THREE, Http, load  # noqa: E402
+from e2e import THREE, Http, load  # noqa: E402  # bench/e2e.py (the script folder is on sys.path)
+
 from orbit_actors.client import Client  # noqa: E402
 
 WAITS = """

@@ -111,8 +111,9 @@ def start_postgres() -> PostgresServer | None:
     port = _free_port()
     settings = ["fsync=off", "synchronous_commit=off", "full_page_writes=off",
                 "max_connections=200", "shared_buffers=64MB"]  # fmt: skip
-    command = [binaries / "postgres", "-D", data, "-h", "127.0.0.1", "-p", str(port),
-               "-k", folder, *[a for s in settings for a in ("-c", s)]]  # fmt: skip
+    command: list[str | Path] = [binaries / "postgres", "-D", data, "-h", "127.0.0.1", "-p",
+                                 str(port), "-k", folder,
+                                 *[a for s in settings for a in ("-c", s)]]  # fmt: skip
     log = open(folder / "postgres.log", "wb")  # noqa: SIM115 - the server's for its life
     process = subprocess.Popen(command, stdout=log, stderr=log, **as_user)
     server = PostgresServer(folder, port, process)

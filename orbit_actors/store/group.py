@@ -193,6 +193,19 @@ class GroupWriter(Generic[C]):
             self._conn = self._engine.connect()
         return self._conn
 
+    def _begun(self) -> C:
+        """The connection with a transaction open. A connection that broke while idle (the
+        server restarted) is found out here, before anything was sent, and replaced."""
+        conn = self._connection()
+        try:
+            self._engine.begin(conn)
+        except Exception:
+            if self._engine.usable(conn):
+                raise
+            conn = self._connection()
+            self._engine.begin(conn)
+        return conn
+
     def _commit(self, batch: list[_Request]) -> None:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
@@ -214,9 +227,8 @@ class GroupWriter(Generic[C]):
         """Run the batch in one transaction; on any exception it is rolled back."""
         batcher = self._batcher
         grouped = [r for r in batch if batcher is not None and batcher.accepts(r.work)]
-        conn = self._connection()
+        conn = self._begun()
         try:
-            self._engine.begin(conn)
             if grouped and batcher is not None:
                 batcher.run(conn, [r.work for r in grouped])
             for request in batch:

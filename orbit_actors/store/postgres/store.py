@@ -96,6 +96,14 @@ class PostgresStore:
             try:
                 if conn is None:
                     conn = await trio.to_thread.run_sync(self._connect_reader)
+                try:
+                    return await trio.to_thread.run_sync(_guarded_read, work, conn, self.name)
+                except StorageError:
+                    if not conn.broken:
+                        raise
+                # the connection broke while idle (the server restarted): a read is safe to
+                # run again on a new one
+                conn = await trio.to_thread.run_sync(self._connect_reader)
                 return await trio.to_thread.run_sync(_guarded_read, work, conn, self.name)
             finally:
                 if conn is not None and not (conn.closed or conn.broken):
