@@ -17,7 +17,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import trio
 
 from ..errors import StorageError
-from .base import StoreStatistics
+from ..history.events import events_to_json
+from .base import AlreadyStored, Commit, StoreStatistics
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -28,6 +29,17 @@ MAX_ATTEMPTS = 3
 class RetryBatch(Exception):
     """Raised by a batcher when the transaction must be rolled back and the batch run again
     (another process raced it; a fresh read will see what that process wrote)."""
+
+
+@dataclass(eq=False)
+class CommitWork:
+    """One commit with its events already serialized as one JSON array (serialized by the
+    caller, off the writer's thread); ``refused`` is set by the batcher when a ``create`` commit
+    found its id taken (nothing of it is written)."""
+
+    commit: Commit
+    events_json: str
+    refused: bool = False
 
 
 class Batcher(Protocol[C_contra]):
@@ -147,6 +159,14 @@ class GroupWriter(Generic[C]):
         if request.error is not None:
             raise request.error
         return request.result
+
+    async def commit(self, commit: Commit) -> None:
+        """Hand ``commit`` to the batcher; returns once durable. Raises AlreadyStored for a
+        ``create`` commit whose id is taken."""
+        work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
+        await self.submit(work, weight=len(commit.events))
+        if work.refused:
+            raise AlreadyStored(commit.row.execution_id)
 
     def _run(self) -> None:
         try:

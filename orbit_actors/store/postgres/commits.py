@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
-from ..base import Commit, ExecutionRow
-from ..group import RetryBatch
+from ..base import ExecutionRow
+from ..group import CommitWork, RetryBatch
 from ..rules import check_commit
 from .schema import Conn
 
@@ -52,16 +52,6 @@ class Position(NamedTuple):
 
     run: int
     last_seq: int
-
-
-@dataclass(eq=False)
-class CommitWork:
-    """One commit with its events already serialized as one JSON array; ``refused`` is set
-    when a ``create`` commit found its id taken (nothing of it is written)."""
-
-    commit: Commit
-    events_json: str
-    refused: bool = False
 
 
 @dataclass

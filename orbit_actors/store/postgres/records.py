@@ -16,7 +16,6 @@ from ..base import (
     ScheduleRecord,
     WorkerRecord,
 )
-from .commits import ROW_COLUMNS
 from .schema import Conn
 
 DEFINITION_COLUMNS = "name, version, definition_hash, ir, registered_at_ms"
@@ -45,24 +44,6 @@ def put_definition(conn: Conn, record: DefinitionRecord) -> PutDefinition:
     existing = DefinitionRecord(*row)
     same = existing.definition_hash == record.definition_hash
     return PutDefinition("unchanged" if same else "conflict", existing)
-
-
-def list_query(
-    status: str | None, workflow: str | None, limit: int, before: int | None
-) -> tuple[str, list[Any]]:
-    """The page query of ``list_executions`` (ord first, then the summary row)."""
-    where: list[str] = []
-    args: list[Any] = []
-    for column, value in (("status", status), ("workflow", workflow)):
-        if value is not None:
-            where.append(f"{column} = %s")
-            args.append(value)
-    if before is not None:
-        where.append("ord < %s")
-        args.append(before)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
-    query = f"SELECT ord, {ROW_COLUMNS} FROM executions {clause} ORDER BY ord DESC LIMIT %s"
-    return query, [*args, limit]
 
 
 def upsert_worker(conn: Conn, record: WorkerRecord) -> None:

@@ -14,9 +14,8 @@ import psycopg
 import trio
 
 from ...errors import StorageError
-from ...history.events import Event, events_from_json, events_to_json
+from ...history.events import Event, events_from_json
 from ..base import (
-    AlreadyStored,
     Commit,
     DefinitionRecord,
     ExecutionPage,
@@ -28,16 +27,16 @@ from ..base import (
     WakeEntry,
     WorkerRecord,
 )
-from ..cursor import clamp_limit, decode_cursor, encode_cursor
+from ..cursor import clamp_limit, decode_cursor, page_of, page_query
 from ..group import GroupWriter
+from ..rules import WorkerTouches
 from . import records
-from .commits import ROW_COLUMNS, CommitBatcher, CommitWork
+from .commits import ROW_COLUMNS, CommitBatcher
 from .schema import Conn, connect, describe, one_line, prepare
 from .writer import PostgresEngine
 
 T = TypeVar("T")
 READERS = 4
-TOUCH_INTERVAL_MS = 1000
 _CURRENT_RUN = (
     "SELECT s.execution_id, s.events FROM executions e JOIN segments s "
     "ON s.execution_id = e.execution_id AND s.run = e.run "
@@ -78,7 +77,7 @@ class PostgresStore:
         self._writer = writer
         self._readers: list[Conn] = []
         self._idle = trio.Semaphore(READERS)
-        self._touched: dict[str, int] = {}
+        self._touches = WorkerTouches()
 
     def statistics(self) -> StoreStatistics:
         """Commit counters (commits, batches, events, batch sizes)."""
@@ -134,10 +133,7 @@ class PostgresStore:
     async def commit(self, commit: Commit) -> None:
         """Append events and the summary row atomically; returns once durable. A ``create``
         commit for a stored id raises :class:`AlreadyStored`."""
-        work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
-        await self._writer.submit(work, weight=len(commit.events))
-        if work.refused:
-            raise AlreadyStored(commit.row.execution_id)
+        await self._writer.commit(commit)
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run, or of run ``run``."""
@@ -194,11 +190,9 @@ class PostgresStore:
         """Executions newest first, filtered; ``limit`` clamped to 1..1000."""
         limit = clamp_limit(limit)
         before = decode_cursor(cursor)
-        query, args = records.list_query(status, workflow, limit + 1, before)
+        query, args = page_query(ROW_COLUMNS, status, workflow, limit + 1, before, "%s")
         rows = await self._rows(query, *args)
-        page = [ExecutionRow(*row[1:]) for row in rows[:limit]]
-        next_cursor = encode_cursor(rows[limit - 1][0]) if len(rows) > limit else None
-        return ExecutionPage(page, next_cursor)
+        return page_of(rows, limit)
 
     async def count_by_status(self) -> dict[str, int]:
         """How many executions have each status."""
@@ -208,14 +202,13 @@ class PostgresStore:
     # -- workers --------------------------------------------------------------------------
     async def upsert_worker(self, record: WorkerRecord) -> None:
         """Record a registration (the first ``registered_at_ms`` is kept)."""
-        self._touched[record.worker_id] = record.last_seen_ms
+        self._touches.registered(record.worker_id, record.last_seen_ms)
         await self._writer.write(lambda conn: records.upsert_worker(conn, record))
 
     async def touch_worker(self, worker_id: str, now_ms: int) -> None:
         """Note that a worker was seen; written at most once a second per worker."""
-        if now_ms - self._touched.get(worker_id, -TOUCH_INTERVAL_MS) < TOUCH_INTERVAL_MS:
+        if not self._touches.due(worker_id, now_ms):
             return
-        self._touched[worker_id] = now_ms
         await self._writer.write(
             lambda conn: conn.execute(
                 "UPDATE workers SET last_seen_ms = GREATEST(last_seen_ms, %s) WHERE worker_id = %s",

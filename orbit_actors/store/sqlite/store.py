@@ -13,10 +13,9 @@ from typing import Any, TypeVar
 import trio
 
 from ...errors import StorageError
-from ...history.events import Event, events_from_json, events_to_json
+from ...history.events import Event, events_from_json
 from ..base import (
     KEPT_CLAIMS,
-    AlreadyStored,
     Commit,
     DefinitionRecord,
     ExecutionPage,
@@ -28,15 +27,15 @@ from ..base import (
     WakeEntry,
     WorkerRecord,
 )
-from ..cursor import clamp_limit, decode_cursor, encode_cursor
-from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher, CommitWork
+from ..cursor import clamp_limit, decode_cursor, page_of, page_query
+from ..rules import WorkerTouches
+from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher
 from .lock import exclusive
 from .schema import StoreOpenError, Synchronous, connect, prepare
 from .writer import GroupWriter
 
 T = TypeVar("T")
 READERS = 4
-TOUCH_INTERVAL_MS = 1000
 
 
 @asynccontextmanager
@@ -87,7 +86,7 @@ class SqliteStore:
         self._writer = writer
         self._readers: list[sqlite3.Connection] = []
         self._idle = trio.Semaphore(READERS)
-        self._touched: dict[str, int] = {}
+        self._touches = WorkerTouches()
 
     def statistics(self) -> StoreStatistics:
         """Commit counters (commits, batches, events, batch sizes)."""
@@ -131,10 +130,7 @@ class SqliteStore:
     async def commit(self, commit: Commit) -> None:
         """Append events and the summary row atomically; returns once durable. A ``create``
         commit for a stored id raises :class:`AlreadyStored`."""
-        work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
-        await self._writer.submit(work, weight=len(commit.events))
-        if work.refused:
-            raise AlreadyStored(commit.row.execution_id)
+        await self._writer.commit(commit)
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run, or of run ``run``."""
@@ -194,10 +190,9 @@ class SqliteStore:
         """Executions newest first, filtered; ``limit`` clamped to 1..1000."""
         limit = clamp_limit(limit)
         before = decode_cursor(cursor)
-        rows = await self._read(lambda c: _list(c, status, workflow, limit + 1, before))
-        page = [ExecutionRow(*row[1:]) for row in rows[:limit]]
-        next_cursor = encode_cursor(rows[limit - 1][0]) if len(rows) > limit else None
-        return ExecutionPage(page, next_cursor)
+        query, args = page_query(ROW_COLUMNS, status, workflow, limit + 1, before, "?")
+        rows = await self._read(lambda c: c.execute(query, args).fetchall())
+        return page_of(rows, limit)
 
     async def count_by_status(self) -> dict[str, int]:
         """How many executions have each status."""
@@ -211,14 +206,13 @@ class SqliteStore:
     # -- workers --------------------------------------------------------------------------
     async def upsert_worker(self, record: WorkerRecord) -> None:
         """Record a registration (the first ``registered_at_ms`` is kept)."""
-        self._touched[record.worker_id] = record.last_seen_ms
+        self._touches.registered(record.worker_id, record.last_seen_ms)
         await self._writer.write(lambda conn: _upsert_worker(conn, record))
 
     async def touch_worker(self, worker_id: str, now_ms: int) -> None:
         """Note that a worker was seen; written at most once a second per worker."""
-        if now_ms - self._touched.get(worker_id, -TOUCH_INTERVAL_MS) < TOUCH_INTERVAL_MS:
+        if not self._touches.due(worker_id, now_ms):
             return
-        self._touched[worker_id] = now_ms
         await self._writer.write(
             lambda conn: conn.execute(
                 "UPDATE workers SET last_seen_ms = MAX(last_seen_ms, ?) WHERE worker_id = ?",
@@ -375,29 +369,6 @@ def _history(conn: sqlite3.Connection, execution_id: str, run: int | None) -> li
             return []
         head = archived[0]
     return [r[0] for r in conn.execute(HISTORY_OF_RUN, (head, head))]
-
-
-def _list(
-    conn: sqlite3.Connection,
-    status: str | None,
-    workflow: str | None,
-    limit: int,
-    before: int | None,
-) -> list[Any]:
-    where: list[str] = []
-    args: list[Any] = []
-    for column, value in (("status", status), ("workflow", workflow)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            args.append(value)
-    if before is not None:
-        where.append("ord < ?")
-        args.append(before)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
-    return conn.execute(
-        f"SELECT ord, {ROW_COLUMNS} FROM executions {clause} ORDER BY ord DESC LIMIT ?",
-        (*args, limit),
-    ).fetchall()
 
 
 def _upsert_worker(conn: sqlite3.Connection, record: WorkerRecord) -> None:
