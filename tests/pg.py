@@ -1,7 +1,7 @@
 """A throwaway PostgreSQL server for tests: ``initdb`` into a temporary folder, ``postgres`` on
 127.0.0.1 on a free port (its socket in that folder), run as the ``postgres`` user when the
-tests run as root (initdb refuses root). Durability is off (``fsync=off``): the tests kill
-Orbit servers, never this one. :func:`start_postgres` returns None, with the reason in
+tests run as root (initdb refuses root). Durability is off (``fsync=off``) unless asked: the tests
+kill Orbit servers, never this one. :func:`start_postgres` returns None, with the reason in
 :data:`UNAVAILABLE`, where PostgreSQL is not installed."""
 
 from __future__ import annotations
@@ -86,9 +86,10 @@ class PostgresServer:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start_postgres() -> PostgresServer | None:
+def start_postgres(*, durable: bool = False) -> PostgresServer | None:
     """A new server, or None (the reason in UNAVAILABLE) where PostgreSQL or psycopg is
-    missing."""
+    missing. Tests leave durability off; ``durable`` keeps PostgreSQL's defaults (fsync and
+    synchronous_commit on), for measuring."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -109,8 +110,9 @@ def start_postgres() -> PostgresServer | None:
         check=True, capture_output=True, **as_user,
     )  # fmt: skip
     port = _free_port()
-    settings = ["fsync=off", "synchronous_commit=off", "full_page_writes=off",
-                "max_connections=200", "shared_buffers=64MB"]  # fmt: skip
+    settings = ["max_connections=200", "shared_buffers=64MB"]
+    if not durable:
+        settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
     command: list[str | Path] = [binaries / "postgres", "-D", data, "-h", "127.0.0.1", "-p",
                                  str(port), "-k", folder,
                                  *[a for s in settings for a in ("-c", s)]]  # fmt: skip
