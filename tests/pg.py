@@ -104,11 +104,13 @@ def start_postgres(*, durable: bool = False) -> PostgresServer | None:
     if as_user:
         os.chown(folder, as_user["user"], as_user["group"])
     data = folder / "data"
-    subprocess.run(
+    made = subprocess.run(
         [binaries / "initdb", "-D", data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
          "--no-sync", "--no-instructions"],
-        check=True, capture_output=True, **as_user,
+        capture_output=True, text=True, cwd=folder, **as_user,
     )  # fmt: skip
+    if made.returncode != 0:
+        raise RuntimeError(f"initdb failed: {made.stderr[-2000:]}")
     port = _free_port()
     settings = ["max_connections=200", "shared_buffers=64MB"]
     if not durable:
@@ -117,7 +119,8 @@ def start_postgres(*, durable: bool = False) -> PostgresServer | None:
                                  str(port), "-k", folder,
                                  *[a for s in settings for a in ("-c", s)]]  # fmt: skip
     log = open(folder / "postgres.log", "wb")  # noqa: SIM115 - the server's for its life
-    process = subprocess.Popen(command, stdout=log, stderr=log, **as_user)
+    # cwd: the user PostgreSQL runs as may not be able to enter the tests' folder (/root/...)
+    process = subprocess.Popen(command, stdout=log, stderr=log, cwd=folder, **as_user)
     server = PostgresServer(folder, port, process)
     _wait_ready(server)
     return server

@@ -1,6 +1,6 @@
 """The ``Store`` contract the actors use, and the records it deals in.
 
-Every store (the memory store of :mod:`orbit_actors.testing`, SQLite, later PostgreSQL) meets the
+Every store (the memory store of :mod:`orbit_actors.testing`, SQLite, PostgreSQL) meets the
 same contract and runs the same test suite (``tests/store/contract.py``). A write returns only
 once it is durable; a write that fails raises :class:`~orbit_actors.errors.StorageError` and
 leaves nothing of itself visible.

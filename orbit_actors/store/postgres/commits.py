@@ -3,9 +3,10 @@
 History is a table of **segments**: one row per commit holding the commit's events as a JSON
 array, keyed (execution, run, first seq), so a run reads as one index range. Each batch costs
 the same few statements however many commits it holds, each one round trip with the batch's
-values as arrays (``unnest``, sent in binary: a JSON array of events would
-otherwise be escaped into an array literal and parsed back, which cost six times as much): lock and read the positions of the batch's executions, upsert
-their summary rows, append the segments, archive the runs rolled over.
+values as one array per column (``unnest``): lock and read the positions of the batch's
+executions, upsert their summary rows, append the segments, archive the runs rolled over. The
+arrays go in binary: as text, each JSON array of events would be escaped into an array literal
+and parsed back, which cost six times as much.
 
 Nothing is remembered between batches: the positions are read (``FOR UPDATE``) in the batch's
 own transaction, so another process writing the same database cannot make them stale. A new
