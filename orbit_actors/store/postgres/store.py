@@ -29,6 +29,7 @@ from ..base import (
 )
 from ..cursor import clamp_limit, decode_cursor, page_of, page_query
 from ..group import GroupWriter
+from ..readers import ReaderPool
 from ..rules import WorkerTouches
 from . import records
 from .commits import ROW_COLUMNS, CommitBatcher
@@ -36,7 +37,6 @@ from .schema import Conn, connect, describe, one_line, prepare
 from .writer import PostgresEngine
 
 T = TypeVar("T")
-READERS = 4
 _CURRENT_RUN = (
     "SELECT s.execution_id, s.events FROM executions e JOIN segments s "
     "ON s.execution_id = e.execution_id AND s.run = e.run "
@@ -75,8 +75,8 @@ class PostgresStore:
         self.url = url
         self.name = describe(url)
         self._writer = writer
-        self._readers: list[Conn] = []
-        self._idle = trio.Semaphore(READERS)
+        self._readers = ReaderPool(PostgresReads(url, self.name))
+        self._read = self._readers.read
         self._touches = WorkerTouches()
 
     def statistics(self) -> StoreStatistics:
@@ -85,34 +85,7 @@ class PostgresStore:
 
     def close_readers(self) -> None:
         """Close the reader connections (the store is closing)."""
-        for conn in self._readers:
-            conn.close()
-        self._readers.clear()
-
-    async def _read(self, work: Callable[[Conn], T]) -> T:
-        async with self._idle:
-            conn = self._readers.pop() if self._readers else None
-            try:
-                if conn is None:
-                    conn = await trio.to_thread.run_sync(self._connect_reader)
-                try:
-                    return await trio.to_thread.run_sync(_guarded_read, work, conn, self.name)
-                except StorageError:
-                    if not conn.broken:
-                        raise
-                # the connection broke while idle (the server restarted): a read is safe to
-                # run again on a new one
-                conn = await trio.to_thread.run_sync(self._connect_reader)
-                return await trio.to_thread.run_sync(_guarded_read, work, conn, self.name)
-            finally:
-                if conn is not None and not (conn.closed or conn.broken):
-                    self._readers.append(conn)
-
-    def _connect_reader(self) -> Conn:
-        try:
-            return connect(self.url, autocommit=True)
-        except StorageError as exc:
-            raise StorageError(f"could not read {self.name}: {exc}") from None
+        self._readers.close()
 
     async def _rows(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
         return await self._read(lambda c: c.execute(query, args).fetchall())
@@ -305,8 +278,32 @@ class PostgresStore:
         )
 
 
-def _guarded_read(work: Callable[[Conn], T], conn: Conn, describe: str) -> T:
-    try:
-        return work(conn)
-    except psycopg.Error as exc:
-        raise StorageError(f"could not read {describe}: {one_line(exc)}") from None
+class PostgresReads:
+    """Reader connections of the database, in autocommit mode: each read is one statement,
+    so one snapshot."""
+
+    def __init__(self, url: str, name: str) -> None:
+        self._url = url
+        self._name = name
+
+    def connect(self) -> Conn:
+        """A reader connection."""
+        try:
+            return connect(self._url, autocommit=True)
+        except StorageError as exc:
+            raise StorageError(f"could not read {self._name}: {exc}") from None
+
+    def read(self, work: Callable[[Conn], T], conn: Conn) -> T:
+        """Run ``work``; psycopg errors become StorageError."""
+        try:
+            return work(conn)
+        except psycopg.Error as exc:
+            raise StorageError(f"could not read {self._name}: {one_line(exc)}") from None
+
+    def usable(self, conn: Conn) -> bool:
+        """False once the connection is closed or broken."""
+        return not (conn.closed or conn.broken)
+
+    def close(self, conn: Conn) -> None:
+        """Close the connection."""
+        conn.close()

@@ -28,6 +28,7 @@ from ..base import (
     WorkerRecord,
 )
 from ..cursor import clamp_limit, decode_cursor, page_of, page_query
+from ..readers import ReaderPool
 from ..rules import WorkerTouches
 from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher
 from .lock import exclusive
@@ -35,7 +36,6 @@ from .schema import StoreOpenError, Synchronous, connect, prepare
 from .writer import GroupWriter
 
 T = TypeVar("T")
-READERS = 4
 
 
 @asynccontextmanager
@@ -84,33 +84,17 @@ class SqliteStore:
         self.path = path
         self._synchronous = synchronous
         self._writer = writer
-        self._readers: list[sqlite3.Connection] = []
-        self._idle = trio.Semaphore(READERS)
+        self._readers = ReaderPool(SqliteReads(path, synchronous))
+        self._read = self._readers.read
         self._touches = WorkerTouches()
 
     def statistics(self) -> StoreStatistics:
         """Commit counters (commits, batches, events, batch sizes)."""
         return self._writer.stats
 
-    def _connect_reader(self) -> sqlite3.Connection:
-        return connect(self.path, self._synchronous, writer=False)
-
     def close_readers(self) -> None:
         """Close the reader connections (the store is closing)."""
-        for conn in self._readers:
-            conn.close()
-        self._readers.clear()
-
-    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        async with self._idle:
-            conn = self._readers.pop() if self._readers else None
-            try:
-                if conn is None:
-                    conn = await trio.to_thread.run_sync(self._connect_reader)
-                return await trio.to_thread.run_sync(_guarded_read, work, conn, str(self.path))
-            finally:
-                if conn is not None:
-                    self._readers.append(conn)
+        self._readers.close()
 
     # -- definitions ----------------------------------------------------------------------
     async def put_definition(self, record: DefinitionRecord) -> PutDefinition:
@@ -323,17 +307,35 @@ class SqliteStore:
         )
 
 
-def _guarded_read(
-    work: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection, describe: str
-) -> T:
-    try:
-        conn.execute("BEGIN")
+class SqliteReads:
+    """Reader connections of the file: each read is one transaction (one snapshot)."""
+
+    def __init__(self, path: Path, synchronous: Synchronous) -> None:
+        self._path = path
+        self._synchronous = synchronous
+
+    def connect(self) -> sqlite3.Connection:
+        """A reader connection (usable from any thread, one at a time)."""
+        return connect(self._path, self._synchronous, writer=False)
+
+    def read(self, work: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+        """Run ``work`` in one read transaction."""
         try:
-            return work(conn)
-        finally:
-            conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        raise StorageError(f"could not read {describe}: {exc}") from None
+            conn.execute("BEGIN")
+            try:
+                return work(conn)
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StorageError(f"could not read {self._path}: {exc}") from None
+
+    def usable(self, conn: sqlite3.Connection) -> bool:
+        """A SQLite connection does not break."""
+        return True
+
+    def close(self, conn: sqlite3.Connection) -> None:
+        """Close the connection."""
+        conn.close()
 
 
 def _put_definition(conn: sqlite3.Connection, record: DefinitionRecord) -> PutDefinition:
