@@ -26,7 +26,13 @@ log = logging.getLogger("orbit")
 def add_server_options(parser: argparse.ArgumentParser) -> None:
     """The flags of ``orbit server``."""
     limits = ServerLimits()
-    parser.add_argument("--db", type=Path, default=Path("orbit.db"), help="the SQLite file")
+    database = parser.add_mutually_exclusive_group()
+    database.add_argument("--db", type=Path, default=Path("orbit.db"), help="the SQLite file")
+    database.add_argument(
+        "--database-url", metavar="URL",
+        help="serve from this PostgreSQL database (postgresql://user@host/db) instead of a "
+             "SQLite file (needs orbit-actors[postgres])",
+    )  # fmt: skip
     parser.add_argument("--bind", default="127.0.0.1:7233", help="HOST:PORT (port 0: any free)")
     parser.add_argument("--enable-http-adapter", action="store_true",
                         help="let workflows run built-in http steps")  # fmt: skip
@@ -96,11 +102,22 @@ def server_options(args: argparse.Namespace) -> Any:
     if args.max_connections < 1:
         raise InvalidRequestError("--max-connections takes a positive number")
     return ServerOptions(
-        db=args.db, bind=args.bind, synchronous=args.synchronous, runtime=runtime,
+        db=args.db, database_url=_database_url(args.database_url), bind=args.bind,
+        synchronous=args.synchronous, runtime=runtime,
         credentials=_credentials(args), insecure=args.insecure, certfile=args.certfile,
         keyfile=args.keyfile, otlp_endpoint=_otlp_endpoint(args.otlp_endpoint),
         max_connections=args.max_connections, server=args.server,
     )  # fmt: skip
+
+
+def _database_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    if importlib.util.find_spec("psycopg") is None:
+        raise InvalidRequestError(
+            "--database-url needs the postgres extra: pip install 'orbit-actors[postgres]'"
+        )
+    return url
 
 
 def _otlp_endpoint(url: str | None) -> str | None:
@@ -147,7 +164,7 @@ def run_server(args: argparse.Namespace) -> int:
     options = server_options(args)
 
     def ready(urls: list[str]) -> None:
-        print(f"Orbit is ready on {', '.join(urls)} (database {options.db})", flush=True)
+        print(f"Orbit is ready on {', '.join(urls)} (database {options.database})", flush=True)
 
     return _run(partial(serve, options, on_ready=ready))
 

@@ -7,7 +7,14 @@ cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e '.[test,otel]'
+"$VENV/bin/python" -m pip install --quiet -e '.[test,otel,postgres]'
+# PostgreSQL for the PostgreSQL store's tests (tests/pg.py starts a throwaway server from its
+# binaries): Debian's package, installed only when missing; without it those tests skip.
+if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  fi
+fi
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
 "$VENV/bin/mypy"

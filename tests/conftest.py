@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
+
+import pytest
 
 from orbit_actors.ir import CompiledDefinition, compile_source
 from orbit_actors.testing import Driver
+
+from .pg import UNAVAILABLE, PostgresServer, start_postgres
 
 HEADER = """
 workflow: {name}
@@ -26,3 +31,13 @@ def definition(body: str, name: str = "wf") -> CompiledDefinition:
 def driver(body: str, input: object = None, **kwargs: object) -> Driver:
     """A started :class:`Driver` of ``definition(body)``."""
     return Driver(definition(body), **kwargs).start(input)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL server for the session (tests skip, saying why, without one)."""
+    server = start_postgres()
+    if server is None:
+        pytest.skip(f"no PostgreSQL to test on: {UNAVAILABLE[0]}")
+    yield server
+    server.stop()

@@ -1,9 +1,10 @@
 """Running the server: one process serving the HTTP API and the worker gateway on one port
-(Orbit's transport, :mod:`..http`, or hypercorn: :mod:`.front`), on a SQLite store, until
-SIGTERM or SIGINT.
+(Orbit's transport, :mod:`..http`, or hypercorn: :mod:`.front`), on a SQLite or PostgreSQL
+store, until SIGTERM or SIGINT.
 
-The port is open (``/healthz`` answers) while the runtime recovers; ``/readyz`` and the API
-answer only once every non-terminal execution has been respawned. On a signal the server
+The port is open (``/healthz`` answers) while the runtime opens; ``/readyz`` and the API answer
+once the store's wake-up index is loaded (executions come back as they are needed; those with
+work in flight come back in the background). On a signal the server
 drains: it stops being ready, closes worker connections with 1001 so their sessions can be
 resumed (here after a restart, or elsewhere), lets the requests in flight finish, and
 closes the runtime, whose commits in flight complete before the store closes. With
@@ -18,7 +19,7 @@ import logging
 import resource
 import signal
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -28,6 +29,7 @@ import trio
 from ..actors.clock import STEP_MS, Clock
 from ..errors import InvalidRequestError
 from ..runtime import RuntimeConfig, open_runtime, tune_gc
+from ..store.base import Store
 from ..store.sqlite import open_sqlite_store
 
 if TYPE_CHECKING:
@@ -49,6 +51,7 @@ class ServerOptions:
     """Everything ``orbit server`` takes."""
 
     db: Path = Path("orbit.db")
+    database_url: str | None = None  # PostgreSQL instead of the SQLite file ``db``
     bind: str = DEFAULT_BIND
     synchronous: Literal["full", "normal"] = "full"
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
@@ -60,6 +63,15 @@ class ServerOptions:
     otlp_endpoint: str | None = None  # traces go to this OTLP/HTTP collector
     max_connections: int = 1000  # served at once; beyond it a new connection is closed at once
     server: ServerKind = "orbit"  # or "hypercorn": the same application through ASGI
+
+    @property
+    def database(self) -> str:
+        """The database served, as a log line names it (never with a password)."""
+        if self.database_url is None:
+            return str(self.db)
+        from ..store.postgres import describe
+
+        return describe(self.database_url)
 
     @property
     def max_message_bytes(self) -> int:
@@ -82,7 +94,7 @@ async def serve(
                     max_connections=fit_descriptors(options.max_connections))  # fmt: skip
     front = await open_front(options, OrbitApp(state), limits)
     async with (
-        open_sqlite_store(options.db, synchronous=options.synchronous) as store,
+        open_store(options) as store,
         open_tracer(options.otlp_endpoint) as tracer,
         trio.open_nursery() as connections,
     ):
@@ -90,7 +102,7 @@ async def serve(
         async with open_runtime(store, options.runtime, tracer=tracer) as runtime:
             tune_gc()
             state.runtime = runtime
-            log.info("ready on %s (database %s)", ", ".join(urls), options.db)
+            log.info("ready on %s (database %s)", ", ".join(urls), options.database)
             on_ready(urls)
             task_status.started(urls)
             connections.start_soon(follow_system_clock, runtime.clock)
@@ -101,6 +113,16 @@ async def serve(
             runtime.sessions.close_connections(1001, "server shutting down; resume the session")
             await front.drain(options.graceful_timeout)
             connections.cancel_scope.cancel()
+
+
+def open_store(options: ServerOptions) -> AbstractAsyncContextManager[Store]:
+    """The store the options name: the PostgreSQL database of ``database_url``, or else the
+    SQLite file ``db``."""
+    if options.database_url is not None:
+        from ..store.postgres import open_postgres_store
+
+        return open_postgres_store(options.database_url)
+    return open_sqlite_store(options.db, synchronous=options.synchronous)
 
 
 @asynccontextmanager

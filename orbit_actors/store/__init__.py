@@ -1,4 +1,5 @@
-"""Stores: the ``Store`` contract, and its SQLite implementation (the default)."""
+"""Stores: the ``Store`` contract, and its SQLite implementation (the default); PostgreSQL is
+:mod:`.postgres` (an optional extra, so not imported here)."""
 
 from .base import (
     EXECUTION_STATUSES,

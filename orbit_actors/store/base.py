@@ -1,6 +1,6 @@
 """The ``Store`` contract the actors use, and the records it deals in.
 
-Every store (the memory store of :mod:`orbit_actors.testing`, SQLite, later PostgreSQL) meets the
+Every store (the memory store of :mod:`orbit_actors.testing`, SQLite, PostgreSQL) meets the
 same contract and runs the same test suite (``tests/store/contract.py``). A write returns only
 once it is durable; a write that fails raises :class:`~orbit_actors.errors.StorageError` and
 leaves nothing of itself visible.
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
+from ..errors import StorageError
 from ..history.events import Event
 
 PutOutcome = Literal["created", "unchanged", "conflict"]
@@ -118,6 +119,10 @@ class Commit:
     events: list[Event]
     rollover: bool = False
     create: bool = False
+
+
+class StoreOpenError(StorageError):
+    """The database cannot be used; the message names it and says what to do."""
 
 
 class AlreadyStored(Exception):

@@ -1,5 +1,6 @@
-"""Rules every store enforces on a commit, whatever its engine: one execution's events continue
-its current run with no seq gap; a rollover starts the next run at seq 1."""
+"""Rules every store enforces, whatever its engine: one execution's events continue its current
+run with no seq gap; a rollover starts the next run at seq 1; a worker's last-seen time is
+written at most once a second."""
 
 from __future__ import annotations
 
@@ -28,3 +29,25 @@ def check_commit(current: tuple[int, int] | None, commit: Commit) -> None:
                 f"execution `{row.execution_id}` has seq {last_seq}; "
                 f"event {offset + 1} of the commit has seq {event.seq}"
             )
+
+
+TOUCH_INTERVAL_MS = 1000
+
+
+class WorkerTouches:
+    """When each worker's last-seen time was last written, so that a store writes it at most
+    once per :data:`TOUCH_INTERVAL_MS` per worker."""
+
+    def __init__(self) -> None:
+        self._written: dict[str, int] = {}
+
+    def registered(self, worker_id: str, now_ms: int) -> None:
+        """A registration wrote the worker's time."""
+        self._written[worker_id] = now_ms
+
+    def due(self, worker_id: str, now_ms: int) -> bool:
+        """True (and noted as written) when the time seen at ``now_ms`` should be written."""
+        if now_ms - self._written.get(worker_id, -TOUCH_INTERVAL_MS) < TOUCH_INTERVAL_MS:
+            return False
+        self._written[worker_id] = now_ms
+        return True

@@ -25,9 +25,7 @@ from ..store.base import (
     WorkerRecord,
 )
 from ..store.cursor import clamp_limit, decode_cursor, encode_cursor
-from ..store.rules import check_commit
-
-TOUCH_INTERVAL_MS = 1000
+from ..store.rules import WorkerTouches, check_commit
 
 
 class MemoryStore:
@@ -39,7 +37,7 @@ class MemoryStore:
         self._executions: dict[str, tuple[int, ExecutionRow]] = {}
         self._history: dict[tuple[str, int], list[Event]] = {}
         self._workers: dict[str, WorkerRecord] = {}
-        self._touched: dict[str, int] = {}
+        self._touches = WorkerTouches()
         self._schedules: dict[str, ScheduleRecord] = {}
         self._claims: dict[tuple[str, int], tuple[str, str | None]] = {}
         self._order = 0
@@ -183,13 +181,12 @@ class MemoryStore:
         if old is not None:
             record = replace(record, registered_at_ms=old.registered_at_ms)
         self._workers[record.worker_id] = record
-        self._touched[record.worker_id] = record.last_seen_ms
+        self._touches.registered(record.worker_id, record.last_seen_ms)
 
     async def touch_worker(self, worker_id: str, now_ms: int) -> None:
         """Note that a worker was seen; written at most once a second per worker."""
-        if now_ms - self._touched.get(worker_id, -TOUCH_INTERVAL_MS) < TOUCH_INTERVAL_MS:
+        if not self._touches.due(worker_id, now_ms):
             return
-        self._touched[worker_id] = now_ms
         await self._write()
         old = self._workers.get(worker_id)
         if old is not None:

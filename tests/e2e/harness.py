@@ -1,5 +1,5 @@
 """Real processes for end-to-end tests: an ``orbit server`` on a free loopback port with its own
-SQLite file, and worker processes running :mod:`tests.e2e.e2e_workers` (or an example worker)."""
+SQLite file (or the PostgreSQL database its ``--database-url`` names), and worker processes running :mod:`tests.e2e.e2e_workers` (or an example worker)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ class ServerProcess:
     def start(self, timeout: float = 30.0) -> ServerProcess:
         """Start (on the port of the previous start, if any) and wait until ready."""
         bind = f"127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "orbit_actors.cli", "server", "--db", str(self.db),
+        database = [] if "--database-url" in self.args else ["--db", str(self.db)]
+        command = [sys.executable, "-m", "orbit_actors.cli", "server", *database,
                    "--bind", bind, "--log-level", "warning", *self.args]  # fmt: skip
         self._log = open(self.folder / "server.log", "a")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(

@@ -14,10 +14,10 @@ commit; what a rolled-back transaction staged is forgotten.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..base import TERMINAL_STATUSES, Commit
+from ..group import CommitWork
 from ..rules import check_commit
 
 ROW_COLUMNS = (
@@ -48,16 +48,6 @@ class Position(NamedTuple):
     run: int
     last_seq: int
     head: int | None
-
-
-@dataclass(eq=False)
-class CommitWork:
-    """One commit with its events already serialized as one JSON array; ``refused`` is set
-    when a ``create`` commit found its id taken (nothing of it is written)."""
-
-    commit: Commit
-    events_json: str
-    refused: bool = False
 
 
 class CommitBatcher:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from ...errors import StorageError
+from ..base import StoreOpenError as StoreOpenError
 
 APPLICATION_ID = 0x4F524254  # "ORBT" in the database header
 Synchronous = Literal["full", "normal"]
@@ -70,10 +70,6 @@ MIGRATIONS: Sequence[Sequence[str]] = (
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-class StoreOpenError(StorageError):
-    """The database file cannot be used; the message names it and says what to do."""
 
 
 def connect(path: Path, synchronous: Synchronous, *, writer: bool) -> sqlite3.Connection:

@@ -13,10 +13,9 @@ from typing import Any, TypeVar
 import trio
 
 from ...errors import StorageError
-from ...history.events import Event, events_from_json, events_to_json
+from ...history.events import Event, events_from_json
 from ..base import (
     KEPT_CLAIMS,
-    AlreadyStored,
     Commit,
     DefinitionRecord,
     ExecutionPage,
@@ -28,15 +27,15 @@ from ..base import (
     WakeEntry,
     WorkerRecord,
 )
-from ..cursor import clamp_limit, decode_cursor, encode_cursor
-from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher, CommitWork
+from ..cursor import clamp_limit, decode_cursor, page_of, page_query
+from ..readers import ReaderPool
+from ..rules import WorkerTouches
+from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher
 from .lock import exclusive
 from .schema import StoreOpenError, Synchronous, connect, prepare
 from .writer import GroupWriter
 
 T = TypeVar("T")
-READERS = 4
-TOUCH_INTERVAL_MS = 1000
 
 
 @asynccontextmanager
@@ -85,33 +84,17 @@ class SqliteStore:
         self.path = path
         self._synchronous = synchronous
         self._writer = writer
-        self._readers: list[sqlite3.Connection] = []
-        self._idle = trio.Semaphore(READERS)
-        self._touched: dict[str, int] = {}
+        self._readers = ReaderPool(SqliteReads(path, synchronous))
+        self._read = self._readers.read
+        self._touches = WorkerTouches()
 
     def statistics(self) -> StoreStatistics:
         """Commit counters (commits, batches, events, batch sizes)."""
         return self._writer.stats
 
-    def _connect_reader(self) -> sqlite3.Connection:
-        return connect(self.path, self._synchronous, writer=False)
-
     def close_readers(self) -> None:
         """Close the reader connections (the store is closing)."""
-        for conn in self._readers:
-            conn.close()
-        self._readers.clear()
-
-    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        async with self._idle:
-            conn = self._readers.pop() if self._readers else None
-            try:
-                if conn is None:
-                    conn = await trio.to_thread.run_sync(self._connect_reader)
-                return await trio.to_thread.run_sync(_guarded_read, work, conn, str(self.path))
-            finally:
-                if conn is not None:
-                    self._readers.append(conn)
+        self._readers.close()
 
     # -- definitions ----------------------------------------------------------------------
     async def put_definition(self, record: DefinitionRecord) -> PutDefinition:
@@ -131,10 +114,7 @@ class SqliteStore:
     async def commit(self, commit: Commit) -> None:
         """Append events and the summary row atomically; returns once durable. A ``create``
         commit for a stored id raises :class:`AlreadyStored`."""
-        work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
-        await self._writer.submit(work, weight=len(commit.events))
-        if work.refused:
-            raise AlreadyStored(commit.row.execution_id)
+        await self._writer.commit(commit)
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run, or of run ``run``."""
@@ -194,10 +174,9 @@ class SqliteStore:
         """Executions newest first, filtered; ``limit`` clamped to 1..1000."""
         limit = clamp_limit(limit)
         before = decode_cursor(cursor)
-        rows = await self._read(lambda c: _list(c, status, workflow, limit + 1, before))
-        page = [ExecutionRow(*row[1:]) for row in rows[:limit]]
-        next_cursor = encode_cursor(rows[limit - 1][0]) if len(rows) > limit else None
-        return ExecutionPage(page, next_cursor)
+        query, args = page_query(ROW_COLUMNS, status, workflow, limit + 1, before, "?")
+        rows = await self._read(lambda c: c.execute(query, args).fetchall())
+        return page_of(rows, limit)
 
     async def count_by_status(self) -> dict[str, int]:
         """How many executions have each status."""
@@ -211,14 +190,13 @@ class SqliteStore:
     # -- workers --------------------------------------------------------------------------
     async def upsert_worker(self, record: WorkerRecord) -> None:
         """Record a registration (the first ``registered_at_ms`` is kept)."""
-        self._touched[record.worker_id] = record.last_seen_ms
+        self._touches.registered(record.worker_id, record.last_seen_ms)
         await self._writer.write(lambda conn: _upsert_worker(conn, record))
 
     async def touch_worker(self, worker_id: str, now_ms: int) -> None:
         """Note that a worker was seen; written at most once a second per worker."""
-        if now_ms - self._touched.get(worker_id, -TOUCH_INTERVAL_MS) < TOUCH_INTERVAL_MS:
+        if not self._touches.due(worker_id, now_ms):
             return
-        self._touched[worker_id] = now_ms
         await self._writer.write(
             lambda conn: conn.execute(
                 "UPDATE workers SET last_seen_ms = MAX(last_seen_ms, ?) WHERE worker_id = ?",
@@ -329,17 +307,35 @@ class SqliteStore:
         )
 
 
-def _guarded_read(
-    work: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection, describe: str
-) -> T:
-    try:
-        conn.execute("BEGIN")
+class SqliteReads:
+    """Reader connections of the file: each read is one transaction (one snapshot)."""
+
+    def __init__(self, path: Path, synchronous: Synchronous) -> None:
+        self._path = path
+        self._synchronous = synchronous
+
+    def connect(self) -> sqlite3.Connection:
+        """A reader connection (usable from any thread, one at a time)."""
+        return connect(self._path, self._synchronous, writer=False)
+
+    def read(self, work: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+        """Run ``work`` in one read transaction."""
         try:
-            return work(conn)
-        finally:
-            conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        raise StorageError(f"could not read {describe}: {exc}") from None
+            conn.execute("BEGIN")
+            try:
+                return work(conn)
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StorageError(f"could not read {self._path}: {exc}") from None
+
+    def usable(self, conn: sqlite3.Connection) -> bool:
+        """A SQLite connection does not break."""
+        return True
+
+    def close(self, conn: sqlite3.Connection) -> None:
+        """Close the connection."""
+        conn.close()
 
 
 def _put_definition(conn: sqlite3.Connection, record: DefinitionRecord) -> PutDefinition:
@@ -375,29 +371,6 @@ def _history(conn: sqlite3.Connection, execution_id: str, run: int | None) -> li
             return []
         head = archived[0]
     return [r[0] for r in conn.execute(HISTORY_OF_RUN, (head, head))]
-
-
-def _list(
-    conn: sqlite3.Connection,
-    status: str | None,
-    workflow: str | None,
-    limit: int,
-    before: int | None,
-) -> list[Any]:
-    where: list[str] = []
-    args: list[Any] = []
-    for column, value in (("status", status), ("workflow", workflow)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            args.append(value)
-    if before is not None:
-        where.append("ord < ?")
-        args.append(before)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
-    return conn.execute(
-        f"SELECT ord, {ROW_COLUMNS} FROM executions {clause} ORDER BY ord DESC LIMIT ?",
-        (*args, limit),
-    ).fetchall()
 
 
 def _upsert_worker(conn: sqlite3.Connection, record: WorkerRecord) -> None:

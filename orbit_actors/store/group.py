@@ -1,0 +1,290 @@
+"""Group commit, whatever the engine: one writer connection on one dedicated thread. The thread
+takes every write request that is waiting, runs them all in one transaction, commits (one
+fsync), then wakes each requester on the trio loop. When anything in a batch fails, the whole
+transaction is rolled back and every requester of the batch gets the error: nothing of a failed
+batch is ever visible. The engine (SQLite, PostgreSQL) says how to begin, commit and roll back,
+and which of its errors are storage errors."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import trio
+
+from ..errors import StorageError
+from ..history.events import events_to_json
+from .base import AlreadyStored, Commit, StoreStatistics
+
+C = TypeVar("C")
+T = TypeVar("T")
+C_contra = TypeVar("C_contra", contravariant=True)
+MAX_ATTEMPTS = 3
+
+
+class RetryBatch(Exception):
+    """Raised by a batcher when the transaction must be rolled back and the batch run again
+    (another process raced it; a fresh read will see what that process wrote)."""
+
+
+@dataclass(eq=False)
+class CommitWork:
+    """One commit with its events already serialized as one JSON array (serialized by the
+    caller, off the writer's thread); ``refused`` is set by the batcher when a ``create`` commit
+    found its id taken (nothing of it is written)."""
+
+    commit: Commit
+    events_json: str
+    refused: bool = False
+
+
+class Batcher(Protocol[C_contra]):
+    """Runs the writes of one kind together (one statement for the whole batch), and keeps
+    whatever it caches in step with the transaction's outcome."""
+
+    def accepts(self, work: object) -> bool:
+        """True for the writes this batcher runs."""
+        ...
+
+    def run(self, conn: C_contra, works: list[Any]) -> None:
+        """Run ``works`` inside the open transaction."""
+        ...
+
+    def settle(self, committed: bool) -> None:
+        """The transaction was committed (True) or rolled back (False)."""
+        ...
+
+
+class Engine(Protocol[C]):
+    """How the writer drives one kind of connection."""
+
+    def connect(self) -> C:
+        """A new writing connection (raises on failure)."""
+        ...
+
+    def begin(self, conn: C) -> None:
+        """Open a transaction that takes the write lock it needs."""
+        ...
+
+    def commit(self, conn: C) -> None:
+        """Commit; returns once durable."""
+        ...
+
+    def rollback(self, conn: C) -> None:
+        """Roll back, ignoring an engine that rolled back already."""
+        ...
+
+    def close(self, conn: C) -> None:
+        """Close the connection."""
+        ...
+
+    def usable(self, conn: C) -> bool:
+        """False when the connection is broken and must be replaced."""
+        ...
+
+    def as_error(self, exc: BaseException) -> BaseException:
+        """The StorageError an engine error stands for (other exceptions unchanged)."""
+        ...
+
+
+@dataclass(eq=False)
+class _Request:
+    work: Any  # a callable taking the connection, or a write the batcher runs
+    weight: int
+    task: trio.lowlevel.Task
+    result: Any = None
+    error: BaseException | None = None
+
+
+_STOP = object()
+
+
+class GroupWriter(Generic[C]):
+    """Runs write requests on one connection, many per transaction (``max_batch`` = 1 gives one
+    transaction per request, for comparison). Start with :meth:`start`, stop with :meth:`stop`."""
+
+    def __init__(
+        self,
+        engine: Engine[C],
+        describe: str,
+        max_batch: int = 10_000,
+        batcher: Batcher[C] | None = None,
+    ) -> None:
+        self._engine = engine
+        self._batcher = batcher
+        self._describe = describe
+        self._max_batch = max_batch
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._token = trio.lowlevel.current_trio_token()
+        self._thread = threading.Thread(target=self._run, name="orbit-store-writer", daemon=True)
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+        self._stopped = False  # stop() was called or the thread ended (cheaper than is_alive)
+        self._conn: C | None = None
+        self.stats = StoreStatistics()
+
+    async def start(self) -> None:
+        """Start the thread and wait until its connection is open."""
+        self._thread.start()
+        await trio.to_thread.run_sync(self._ready.wait)
+        if self._startup_error is not None:
+            raise self._startup_error
+
+    async def stop(self) -> None:
+        """Finish the requests already queued, close the connection, end the thread. A write
+        submitted after this is refused (it would sit behind the stop forever)."""
+        self._stopped = True
+        self._queue.put(_STOP)
+        await trio.to_thread.run_sync(self._thread.join)
+
+    async def write(self, work: Callable[[C], T], weight: int = 1) -> T:
+        """Run ``work`` in the next transaction; return its result once durable. The wait is
+        shielded from cancellation: a write that was handed over completes or fails, never
+        half-known."""
+        result: T = await self.submit(work, weight)
+        return result
+
+    async def submit(self, work: object, weight: int = 1) -> Any:
+        """Like :meth:`write`, for a write the batcher runs (its result is None)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._stopped:
+            raise StorageError(f"the store {self._describe} is closed")
+        request = _Request(work, weight, trio.lowlevel.current_task())
+        self._queue.put(request)
+        await trio.lowlevel.wait_task_rescheduled(_not_cancellable)
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    async def commit(self, commit: Commit) -> None:
+        """Hand ``commit`` to the batcher; returns once durable. Raises AlreadyStored for a
+        ``create`` commit whose id is taken."""
+        work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
+        await self.submit(work, weight=len(commit.events))
+        if work.refused:
+            raise AlreadyStored(commit.row.execution_id)
+
+    def _run(self) -> None:
+        try:
+            self._conn = self._engine.connect()
+        except BaseException as exc:
+            self._startup_error = exc
+            self._stopped = True
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            while not self._serve_batch():
+                pass
+        finally:
+            self._stopped = True
+            if self._conn is not None:
+                self._engine.close(self._conn)
+
+    def _serve_batch(self) -> bool:
+        """Write one batch; True when the writer should stop."""
+        first = self._queue.get()
+        batch: list[_Request] = [] if first is _STOP else [first]
+        stop = first is _STOP
+        while not stop and len(batch) < self._max_batch:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP:
+                stop = True
+            else:
+                batch.append(item)
+        if batch:
+            self._commit(batch)
+        return stop
+
+    def _connection(self) -> C:
+        """The writing connection, replaced first when it broke (a restarted server)."""
+        if self._conn is not None and not self._engine.usable(self._conn):
+            with contextlib.suppress(Exception):
+                self._engine.close(self._conn)
+            self._conn = None
+        if self._conn is None:
+            self._conn = self._engine.connect()
+        return self._conn
+
+    def _begun(self) -> C:
+        """The connection with a transaction open. A connection that broke while idle (the
+        server restarted) is found out here, before anything was sent, and replaced."""
+        conn = self._connection()
+        try:
+            self._engine.begin(conn)
+        except Exception:
+            if self._engine.usable(conn):
+                raise
+            conn = self._connection()
+            self._engine.begin(conn)
+        return conn
+
+    def _commit(self, batch: list[_Request]) -> None:
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                self._attempt(batch)
+            except RetryBatch:
+                if attempt < MAX_ATTEMPTS:
+                    continue
+                self._fail(batch, StorageError(f"{self._describe}: a batch kept racing"))
+            except BaseException as exc:
+                self._fail(batch, self._engine.as_error(exc))
+            else:
+                if self._batcher is not None:
+                    self._batcher.settle(committed=True)
+                self._count(batch)
+            break
+        self._wake(batch)
+
+    def _attempt(self, batch: list[_Request]) -> None:
+        """Run the batch in one transaction; on any exception it is rolled back."""
+        batcher = self._batcher
+        grouped = [r for r in batch if batcher is not None and batcher.accepts(r.work)]
+        conn = self._begun()
+        try:
+            if grouped and batcher is not None:
+                batcher.run(conn, [r.work for r in grouped])
+            for request in batch:
+                if not (grouped and batcher is not None and batcher.accepts(request.work)):
+                    request.result = request.work(conn)
+            self._engine.commit(conn)
+        except BaseException:
+            self._engine.rollback(conn)
+            if batcher is not None:
+                batcher.settle(committed=False)
+            raise
+
+    def _fail(self, batch: list[_Request], error: BaseException) -> None:
+        for request in batch:
+            request.error = error
+
+    def _count(self, batch: list[_Request]) -> None:
+        stats = self.stats
+        stats.batches += 1
+        stats.commits += len(batch)
+        stats.events += sum(r.weight for r in batch)
+        stats.last_batch = len(batch)
+        stats.largest_batch = max(stats.largest_batch, len(batch))
+
+    def _wake(self, batch: list[_Request]) -> None:
+        """Wake every requester of the batch with one call into the trio loop."""
+
+        def wake_all() -> None:
+            for request in batch:
+                trio.lowlevel.reschedule(request.task)
+
+        with contextlib.suppress(trio.RunFinishedError):  # the caller's loop is gone
+            self._token.run_sync_soon(wake_all)
+
+
+def _not_cancellable(raise_cancel: object) -> trio.lowlevel.Abort:
+    """A write handed to the writer cannot be abandoned half-way: its wait ignores cancellation
+    (the caller sees it at its next checkpoint, once the outcome is known)."""
+    return trio.lowlevel.Abort.FAILED

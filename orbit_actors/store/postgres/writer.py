@@ -1,0 +1,53 @@
+"""Group commit on PostgreSQL (see :mod:`..group`): one writer connection on one dedicated
+thread, every waiting request in one transaction, one WAL flush per batch. A connection that
+broke (PostgreSQL restarted, the network dropped) fails its batch and is replaced for the next."""
+
+from __future__ import annotations
+
+import contextlib
+
+import psycopg
+
+from ...errors import StorageError
+from .schema import Conn, connect, one_line
+
+
+class PostgresEngine:
+    """How the group writer drives a PostgreSQL connection (autocommit mode, explicit
+    transactions)."""
+
+    def __init__(self, url: str, describe: str) -> None:
+        self._url = url
+        self._describe = describe
+
+    def connect(self) -> Conn:
+        """A new writing connection."""
+        return connect(self._url, autocommit=True)
+
+    def begin(self, conn: Conn) -> None:
+        """Open the batch's transaction."""
+        conn.execute("BEGIN")
+
+    def commit(self, conn: Conn) -> None:
+        """Commit (durable, under PostgreSQL's synchronous_commit, once this returns)."""
+        conn.execute("COMMIT")
+
+    def rollback(self, conn: Conn) -> None:
+        """Roll back; a broken connection has nothing left to roll back."""
+        if not conn.broken:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("ROLLBACK")
+
+    def close(self, conn: Conn) -> None:
+        """Close the connection."""
+        conn.close()
+
+    def usable(self, conn: Conn) -> bool:
+        """False once the connection is closed or broken."""
+        return not (conn.closed or conn.broken)
+
+    def as_error(self, exc: BaseException) -> BaseException:
+        """psycopg errors become StorageError naming the database."""
+        if isinstance(exc, psycopg.Error):
+            return StorageError(f"could not write to {self._describe}: {one_line(exc)}")
+        return exc

@@ -1,0 +1,142 @@
+"""A throwaway PostgreSQL server for tests: ``initdb`` into a temporary folder, ``postgres`` on
+127.0.0.1 on a free port (its socket in that folder), run as the ``postgres`` user when the
+tests run as root (initdb refuses root). Durability is off (``fsync=off``) unless asked: the tests
+kill Orbit servers, never this one. :func:`start_postgres` returns None, with the reason in
+:data:`UNAVAILABLE`, where PostgreSQL is not installed."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUPERUSER = "orbit"
+UNAVAILABLE: list[str] = []
+
+
+def _binaries() -> Path | None:
+    found = shutil.which("initdb")
+    if found:
+        return Path(os.path.realpath(found)).parent
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(versions[-1]).parent if versions else None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _run_as() -> dict[str, Any]:
+    """Popen arguments that drop root to the ``postgres`` user (or another non-root one)."""
+    if os.geteuid() != 0:
+        return {}
+    for name in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            entry = pwd.getpwnam(name)
+            return {"user": entry.pw_uid, "group": entry.pw_gid}
+    raise RuntimeError("running as root and no postgres user to run PostgreSQL as")
+
+
+@dataclass
+class PostgresServer:
+    """A running throwaway server; :meth:`url` names one of its databases."""
+
+    folder: Path
+    port: int
+    process: subprocess.Popen[bytes]
+    created: list[str] = field(default_factory=list)
+
+    def url(self, database: str = "postgres") -> str:
+        """The connection URL of ``database`` (no password: trust on loopback)."""
+        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+
+    def execute(self, sql: str, database: str = "postgres") -> None:
+        """Run one statement outside a transaction (CREATE DATABASE needs that)."""
+        import psycopg
+
+        with psycopg.connect(self.url(database), autocommit=True) as conn:
+            conn.execute(sql.encode())
+
+    def create_database(self, name: str, template: str | None = None) -> str:
+        """Create database ``name`` (from ``template``) and return its URL."""
+        extra = f" TEMPLATE {template} STRATEGY FILE_COPY" if template else ""
+        self.execute(f"CREATE DATABASE {name}{extra}")
+        return self.url(name)
+
+    def stop(self) -> None:
+        """Stop the server and remove its folder."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start_postgres(*, durable: bool = False) -> PostgresServer | None:
+    """A new server, or None (the reason in UNAVAILABLE) where PostgreSQL or psycopg is
+    missing. Tests leave durability off; ``durable`` keeps PostgreSQL's defaults (fsync and
+    synchronous_commit on), for measuring."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        UNAVAILABLE[:] = ["psycopg is not installed (pip install -e '.[postgres]')"]
+        return None
+    binaries = _binaries()
+    if binaries is None:
+        UNAVAILABLE[:] = ["PostgreSQL is not installed (apt-get install postgresql)"]
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="orbit-pg-"))
+    as_user = _run_as()
+    if as_user:
+        os.chown(folder, as_user["user"], as_user["group"])
+    data = folder / "data"
+    made = subprocess.run(
+        [binaries / "initdb", "-D", data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
+         "--no-sync", "--no-instructions"],
+        capture_output=True, text=True, cwd=folder, **as_user,
+    )  # fmt: skip
+    if made.returncode != 0:
+        raise RuntimeError(f"initdb failed: {made.stderr[-2000:]}")
+    port = _free_port()
+    settings = ["max_connections=200", "shared_buffers=64MB"]
+    if not durable:
+        settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+    command: list[str | Path] = [binaries / "postgres", "-D", data, "-h", "127.0.0.1", "-p",
+                                 str(port), "-k", folder,
+                                 *[a for s in settings for a in ("-c", s)]]  # fmt: skip
+    log = open(folder / "postgres.log", "wb")  # noqa: SIM115 - the server's for its life
+    # cwd: the user PostgreSQL runs as may not be able to enter the tests' folder (/root/...)
+    process = subprocess.Popen(command, stdout=log, stderr=log, cwd=folder, **as_user)
+    server = PostgresServer(folder, port, process)
+    _wait_ready(server)
+    return server
+
+
+def _wait_ready(server: PostgresServer, timeout: float = 60.0) -> None:
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with psycopg.connect(server.url(), connect_timeout=2):
+                return
+        except psycopg.OperationalError:
+            if server.process.poll() is not None or time.monotonic() > deadline:
+                log = (server.folder / "postgres.log").read_text(errors="replace")
+                server.stop()
+                raise RuntimeError(f"PostgreSQL did not start: {log[-2000:]}") from None
+            time.sleep(0.1)
