@@ -36,9 +36,8 @@ class AsyncClient(Endpoints, AsyncSender):
         self.settings = Settings.of(url, token, verify, timeout)
         self.url = self.settings.url
         self._http = httpx.AsyncClient(
-            base_url=self.url, headers=self.settings.headers, timeout=timeout,
-            verify=self.settings.trust, limits=limits or httpx.Limits(),
-        )  # fmt: skip
+            **self.settings.client_options(), limits=limits or httpx.Limits()
+        )
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -54,12 +53,8 @@ class AsyncClient(Endpoints, AsyncSender):
 
     async def send(self, call: Call[T]) -> T:
         """Send one call of :mod:`orbit_actors.api.calls`; its answer, or :class:`ApiError`."""
-        headers = {"Content-Type": call.content_type} if call.content_type else None
         try:
-            response = await self._http.request(
-                call.method, call.path, json=call.json, content=call.content, headers=headers,
-                params=call.params, timeout=self.settings.timeout_for(call.timeout),
-            )  # fmt: skip
+            response = await self._http.request(**self.settings.request_options(call))
         except httpx.HTTPError as exc:
             raise unreachable(self.url, exc) from None
         return read_answer(call, response)

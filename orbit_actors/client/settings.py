@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import ssl
 from dataclasses import dataclass
+from typing import Any
+
+from ..api.calls import Call
 
 DEFAULT_URL = "http://127.0.0.1:7233"
 
@@ -31,3 +34,18 @@ class Settings:
     def timeout_for(self, seconds: float | None) -> float:
         """The timeout of one request: the default, or longer for a long poll."""
         return self.timeout if seconds is None else max(self.timeout, seconds)
+
+    def client_options(self) -> dict[str, Any]:
+        """The keyword arguments of an httpx client (sync or async) for these settings."""
+        return {
+            "base_url": self.url, "headers": self.headers, "timeout": self.timeout,
+            "verify": self.trust,
+        }  # fmt: skip
+
+    def request_options(self, call: Call[Any]) -> dict[str, Any]:
+        """The keyword arguments of the httpx request that sends ``call``."""
+        headers = {"Content-Type": call.content_type} if call.content_type else None
+        return {
+            "method": call.method, "url": call.path, "json": call.json, "content": call.content,
+            "headers": headers, "params": call.params, "timeout": self.timeout_for(call.timeout),
+        }  # fmt: skip

@@ -33,10 +33,7 @@ class Client(Endpoints, SyncSender):
     ) -> None:
         self.settings = Settings.of(url, token, verify, timeout)
         self.url = self.settings.url
-        self._http = httpx.Client(
-            base_url=self.url, headers=self.settings.headers, timeout=timeout,
-            verify=self.settings.trust,
-        )  # fmt: skip
+        self._http = httpx.Client(**self.settings.client_options())
 
     def __enter__(self) -> Client:
         return self
@@ -52,12 +49,8 @@ class Client(Endpoints, SyncSender):
 
     def send(self, call: Call[T]) -> T:
         """Send one call of :mod:`orbit_actors.api.calls`; its answer, or :class:`ApiError`."""
-        headers = {"Content-Type": call.content_type} if call.content_type else None
         try:
-            response = self._http.request(
-                call.method, call.path, json=call.json, content=call.content, headers=headers,
-                params=call.params, timeout=self.settings.timeout_for(call.timeout),
-            )  # fmt: skip
+            response = self._http.request(**self.settings.request_options(call))
         except httpx.HTTPError as exc:
             raise unreachable(self.url, exc) from None
         return read_answer(call, response)
