@@ -64,6 +64,10 @@ class RuntimeConfig:
 
 
 GC_THRESHOLDS = (100_000, 50, 100)
+INDEX_HORIZON_MS = 300_000
+"""A restart loads the busy executions and the wake-ups due within this before it serves; the
+rest of the wake-up index follows in pages of ``INDEX_PAGE``, long before any of it is due."""
+INDEX_PAGE = 10_000
 
 
 def tune_gc() -> None:
@@ -113,11 +117,12 @@ async def open_runtime(
     async with trio.open_nursery() as nursery:
         parts = _wire(nursery, store, config, clock, definitions, tracer)
         await nursery.start(parts.sessions.serve)
-        index = await store.wake_index()
-        parts.registry.dormant.load(index)
+        first = await store.wake_index(due_by_ms=clock.now_ms() + INDEX_HORIZON_MS)
+        parts.registry.begin_loading(first)
         await nursery.start(parts.registry.dormant.run)
         parts.sessions.recovering = True  # before any worker can register
-        nursery.start_soon(_recover_busy, parts, [e.execution_id for e in index if e.busy])
+        nursery.start_soon(_recover_busy, parts, [e.execution_id for e in first if e.busy])
+        nursery.start_soon(_load_the_rest, parts)
         await nursery.start(parts.scheduler.run)
         try:
             yield Runtime(parts)
@@ -204,6 +209,17 @@ async def _recover_busy(parts: _Parts, execution_ids: list[str]) -> None:
         await parts.supervisor.recover_busy(execution_ids)
     finally:
         parts.sessions.recovering = False
+
+
+async def _load_the_rest(parts: _Parts) -> None:
+    """After a restart, load the rest of the wake-up index behind the serving server."""
+    after = 0
+    while True:
+        page, after = await parts.store.wake_index_page(after, INDEX_PAGE)
+        if not page:
+            break
+        parts.registry.load(page)
+    parts.registry.end_loading()
 
 
 async def _report_builtin(
