@@ -324,7 +324,7 @@ class Runtime:
         answered, value = await self.registry.ask(execution_id, cmd.RunQuery(name, reply=Reply()))
         if answered:
             return value
-        state, definition = await self._load(execution_id)
+        state, definition = await self._final_or_stored(execution_id)
         return evaluate_query(state, definition, name)
 
     async def describe(self, execution_id: str) -> ExecutionDetail:
@@ -333,9 +333,15 @@ class Runtime:
         if answered:
             live: ExecutionDetail = detail
             return live
-        state, definition = await self._load(execution_id)
+        state, definition = await self._final_or_stored(execution_id)
         quarantined = self.registry.quarantined.get(execution_id)
         return describe(state, definition, quarantined is not None, quarantined)
+
+    async def _final_or_stored(
+        self, execution_id: str
+    ) -> tuple[ExecutionState, CompiledDefinition]:
+        """The state of an execution not in memory: kept from its end, or replayed."""
+        return self.waiters.final_state(execution_id) or await self._load(execution_id)
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run or of run ``run``."""
