@@ -114,7 +114,7 @@ def test_mask_keys_are_four_bytes_drawn_from_urandom_a_thousand_at_a_time(
         draws.append(size)
         return real_urandom(size)
 
-    monkeypatch.setattr(frames.os, "urandom", urandom)
+    monkeypatch.setattr(os, "urandom", urandom)
     keys = MaskKeys()
     taken = [keys.next() for _ in range(2049)]
     assert {len(key) for key in taken} == {4} and draws == [4096] * 3
