@@ -114,7 +114,11 @@ class ClientWebSocket:
                 if self._receiving:  # the receiving task reads the server's close frame
                     await self._peer_done.wait()
                 else:
-                    await self._read_until_close()
+                    self._receiving = True  # a receive() meanwhile is refused as busy
+                    try:
+                        await self._read_until_close()
+                    finally:
+                        self._receiving = False
         finally:
             await self._end_stream()
 

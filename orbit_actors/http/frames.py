@@ -118,7 +118,7 @@ def unmask(payload: bytes, mask: bytes) -> bytes:
     """``payload`` XOR the repeated 4-byte ``mask``; masking and unmasking are the same
     operation. Never a loop per byte: below :data:`_TRANSLATE_FROM` bytes one big-integer XOR,
     above it one ``bytes.translate`` per key byte over every fourth byte, which is 1.5-2.5x
-    cheaper there (``bench/ws_mask.py`` measures both)."""
+    cheaper there (``bench/ws_client.py`` measures both)."""
     size = len(payload)
     if not size:
         return b""

@@ -8,6 +8,7 @@ import json
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 import trio
@@ -87,12 +88,21 @@ async def test_messages_of_every_size_round_trip_through_orbits_server() -> None
 
 
 async def test_many_tasks_sending_at_once_each_get_their_message_through_whole() -> None:
+    got: list[dict[str, Any]] = []
+
+    async def receive_all(ws: ClientWebSocket) -> None:  # read meanwhile: echoes fill buffers
+        while len(got) < 200:
+            got.append(json.loads(await ws.receive()))
+
     with trio.fail_after(GUARD):
-        async with orbit_server() as base, open_websocket(f"{base}/ws") as ws:
-            async with trio.open_nursery() as nursery:
-                for n in range(200):
-                    nursery.start_soon(ws.send, json.dumps({"n": n, "pad": "p" * (n * 37)}))
-            got = [json.loads(await ws.receive()) for _ in range(200)]
+        async with (
+            orbit_server() as base,
+            open_websocket(f"{base}/ws") as ws,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(receive_all, ws)
+            for n in range(200):
+                nursery.start_soon(ws.send, json.dumps({"n": n, "pad": "p" * (n * 37)}))
     assert sorted(m["n"] for m in got) == list(range(200))
     assert all(m["pad"] == "p" * (m["n"] * 37) for m in got)
 
