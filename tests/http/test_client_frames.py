@@ -22,6 +22,7 @@ from orbit_actors.http.client_handshake import (
     HandshakeError,
     parse_answer,
 )
+from orbit_actors.http.client_open import _Target
 from orbit_actors.http.frames import Close, FrameReader, MaskKeys, ProtocolViolation
 
 KEYS = st.binary(min_size=4, max_size=4)
@@ -225,3 +226,22 @@ def test_wsproto_as_server_accepts_the_handshake_and_reads_masked_frames() -> No
     assert closing[0].code == 4001 and closing[0].reason == "done"
     echo = server.send(closing[0].response())
     assert read_all(FrameReader(100, masked=False), echo) == [Close(4001, "done")]
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port", "resource", "header"),
+    [
+        ("ws://127.0.0.1:7233/v1/workers/connect", "127.0.0.1", 7233, "/v1/workers/connect",
+         "127.0.0.1:7233"),
+        ("wss://orbit.example/x?a=1", "orbit.example", 443, "/x?a=1", "orbit.example"),
+        ("ws://[::1]:80", "::1", 80, "/", "[::1]"),
+        ("ws://[::1]:9000/p", "::1", 9000, "/p", "[::1]:9000"),
+    ],
+)  # fmt: skip
+def test_a_url_gives_the_address_the_resource_and_the_host_header(
+    url: str, host: str, port: int, resource: str, header: str
+) -> None:
+    target = _Target.parse(url)
+    assert (target.host, target.port, target.resource, target.host_header) == (
+        host, port, resource, header,
+    )  # fmt: skip
