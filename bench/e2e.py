@@ -202,20 +202,23 @@ async def burst_idle(url: str, count: int) -> list[float]:
     return latencies
 
 
-def run_burst(url: str, server_pid: int, total: int, idle_count: int) -> None:
+def run_burst(url: str, server_pid: int, worker_pid: int, total: int, idle_count: int) -> None:
     """The ``--burst`` measurements (see the module docstring)."""
     trio.run(burst, url, min(total, 100), one_request)  # warm up
-    cpu_before = cpu_seconds(server_pid)
+    cpu_before, worker_before = cpu_seconds(server_pid), cpu_seconds(worker_pid)
+    client_before = time.process_time()
     one_rate = trio.run(burst, url, total, one_request)
     cpu_ms = (cpu_seconds(server_pid) - cpu_before) * 1000 / total
+    worker_ms = (cpu_seconds(worker_pid) - worker_before) * 1000 / total
+    client_ms = (time.process_time() - client_before) * 1000 / total
     two_rate = trio.run(burst, url, total, start_then_wait)
     client_before = time.process_time()
     ceiling = trio.run(burst, url, total, healthz)
     client_ms = (time.process_time() - client_before) * 1000 / total
     quiet = trio.run(burst_idle, url, idle_count)
     idle_p50 = percentile(quiet, 0.5) * 1000
-    print(f"burst of {total}, one request each: {one_rate:,.0f} executions/s, "
-          f"server CPU {cpu_ms:.2f} ms per execution")  # fmt: skip
+    print(f"burst of {total}, one request each: {one_rate:,.0f} executions/s, CPU per execution: "
+          f"server {cpu_ms:.2f} ms, worker {worker_ms:.2f} ms, this client {client_ms:.2f} ms")  # fmt: skip
     print(f"burst of {total}, start + wait: {two_rate:,.0f} executions/s")
     print(f"burst of {total} GET /healthz (the client and transport alone): {ceiling:,.0f} "
           f"requests/s, this client's CPU {client_ms:.2f} ms per request")  # fmt: skip
@@ -253,7 +256,7 @@ def main() -> None:
             ).raise_for_status()
             trio.run(load, url, 100, 50)  # warm up (and wait for the worker to register)
             if args.burst:
-                run_burst(url, server.pid, args.burst, args.idle)
+                run_burst(url, server.pid, worker.pid, args.burst, args.idle)
                 return
             cpu_before = cpu_seconds(server.pid)
             worker_before, client_before = cpu_seconds(worker.pid), time.process_time()
