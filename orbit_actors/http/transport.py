@@ -174,9 +174,10 @@ class Server:
             self._open -= 1
             if self._open == 0 and self._draining:
                 self._none_open.set()
-            with trio.CancelScope(shield=True) as scope:
-                scope.deadline = trio.current_time() + CLOSE_TIMEOUT
-                await _close(stream)
+            if isinstance(stream, trio.SSLStream):
+                await _close_tls(stream)
+            # A plain socket is closed by trio.serve_listeners as this returns: its forceful
+            # close is the same close(2), without a shielded scope and a checkpoint of our own.
 
     async def _turn_away(self, stream: trio.abc.Stream) -> None:
         """Close a connection over ``max_connections`` at once: the ones open go on."""
@@ -210,8 +211,8 @@ class Server:
                 await Http2Connection(out, self, b"").serve()
                 return
         opening = await self._opening(out)
-        out.expect("served", math.inf)  # HTTP/2 keeps its own read deadlines
         if opening.startswith(PREFACE):
+            out.expect("served", math.inf)  # HTTP/2 keeps its own read deadlines
             await Http2Connection(out, self, opening).serve()
         elif opening:
             await self._serve_requests(out, opening)
@@ -219,7 +220,10 @@ class Server:
     async def _opening(self, out: Deadline) -> bytes:
         """The first bytes of a connection: enough to tell the HTTP/2 preface from a request."""
         opening = bytes(await self._receive_idle(out, self._idle_deadline()))
-        out.expect("head", trio.current_time() + self._limits.head_timeout)
+        if opening and len(opening) < len(PREFACE) and PREFACE.startswith(opening):
+            # Only a few bytes came: the head's deadline runs from now. Otherwise the HTTP/1.1
+            # reader sets it, with no wait in between (one deadline move fewer per connection).
+            out.expect("head", trio.current_time() + self._limits.head_timeout)
         while opening and len(opening) < len(PREFACE) and PREFACE.startswith(opening):
             more = await out.stream.receive_some(READ_CHUNK)
             if not more:
@@ -366,9 +370,13 @@ def _is_upgrade(request: Request) -> bool:
     )
 
 
-async def _close(stream: trio.abc.Stream) -> None:
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-        await stream.aclose()
+async def _close_tls(stream: trio.SSLStream[trio.abc.Stream]) -> None:
+    """Say TLS close_notify (for at most :data:`CLOSE_TIMEOUT`, whatever cancelled the
+    connection), then close the socket."""
+    with trio.CancelScope(shield=True) as scope:
+        scope.deadline = trio.current_time() + CLOSE_TIMEOUT
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            await stream.aclose()
 
 
 async def open_listeners(
