@@ -30,7 +30,7 @@ from ..decide.invocation import (
 )
 from ..decide.query import evaluate_query
 from ..decide.rest import rest_of
-from ..errors import OrbitError, StorageError
+from ..errors import OrbitError, OwnershipLostError, StorageError
 from ..history.apply import apply, replay
 from ..history.events import Event, StepDispatched
 from ..history.state import ExecutionState
@@ -227,6 +227,8 @@ class ExecutionActor:
         handler = _HANDLERS[type(command)]  # a command no handler knows is a bug: crash
         try:
             value = await handler(self, command)
+        except OwnershipLostError:
+            raise  # another server owns the execution now: this actor stops (supervisor)
         except OrbitError as exc:
             if command.reply is None:
                 raise
@@ -374,6 +376,8 @@ class ExecutionActor:
         began = trio.current_time()
         try:
             await self.ports.store.commit(commit)
+        except OwnershipLostError:
+            raise  # nothing was written, and nothing here is the owner's any more
         except StorageError:
             if not commit.create:  # a new execution has no durable history to go back to
                 await self._reload()

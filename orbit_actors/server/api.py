@@ -100,13 +100,13 @@ async def register_definition(call: Call) -> Answer:
 
 async def list_definitions(call: Call) -> Answer:
     """Every registered definition."""
-    records = call.runtime.list_definitions()
+    records = await call.runtime.list_definitions()
     return 200, {"definitions": [definition_body(r) for r in records]}
 
 
 async def get_definition(call: Call) -> Answer:
     """The latest version of a workflow, or one version, with its IR."""
-    record = call.runtime.get_definition(call.params["name"], call.params.get("version"))
+    record = await call.runtime.get_definition(call.params["name"], call.params.get("version"))
     return 200, definition_body(record, with_ir=True)
 
 
