@@ -30,7 +30,7 @@ from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
 from .decide.query import evaluate_query
 from .decide.transitions import ServerLimits, Verdict
-from .errors import RunNotFoundError, WorkflowNotFoundError
+from .errors import RunNotFoundError
 from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
@@ -135,6 +135,7 @@ async def open_runtime(
         nursery.start_soon(_recover_busy, parts, [e.execution_id for e in index if e.busy])
         runtime = Runtime(parts)
         if cluster is not None:
+            cluster.watch_schedules(parts.scheduler.reload_soon)
             await nursery.start(serve_inbox, cluster, runtime.carry_out)
             await nursery.start(keep_membership, cluster, partial(_adopt, nursery, parts))
         await nursery.start(parts.scheduler.run)
@@ -147,6 +148,8 @@ async def open_runtime(
 def _adopt(nursery: trio.Nursery, parts: _Parts, taken: Takeover) -> None:
     """Executions taken over from a dead server: dormant here, those with work in flight
     brought back in the background (their workers' attempts turn uncertain)."""
+    if taken.servers:
+        parts.scheduler.reload_soon()  # the claims the dead servers held are released
     if taken.executions:
         parts.registry.dormant.load(taken.executions)
         busy = [e.execution_id for e in taken.executions if e.busy]
@@ -352,16 +355,10 @@ class Runtime:
     ) -> tuple[str, bool]:
         """Start an execution; returns (execution_id, created). An existing id of the same
         definition answers created=False."""
-        start = partial(
-            self._starter.start, workflow, version=version, input=input,
-            execution_id=execution_id, parent=parent, schedule_id=schedule_id,
+        return await self._starter.start(
+            workflow, version=version, input=input, execution_id=execution_id, parent=parent,
+            schedule_id=schedule_id,
         )  # fmt: skip
-        try:
-            return await start()
-        except WorkflowNotFoundError:
-            if self._forwarder is None or not await self.definitions.refresh():
-                raise
-            return await start()  # registered through another server sharing the store
 
     async def signal(self, execution_id: str, name: str, payload: Any) -> int:
         """Deliver a signal; returns its seq."""

@@ -126,3 +126,9 @@ class ShowSchedules(Command):
     """Replies with the views of one schedule (``schedule_id``) or of all, by id."""
 
     schedule_id: str | None = None
+
+
+@dataclass(eq=False)
+class ReloadSchedules(Command):
+    """Read every schedule from the store again (another server sharing it changed one, or
+    this one took over a dead server's work)."""

@@ -11,6 +11,7 @@ commit for an execution another server owns is refused with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -108,6 +109,11 @@ class Cluster(Protocol):
     def listen(self) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[str]]:
         """Listen for messages addressed to this server: the channel yields their ids (those
         waiting already first) until the context ends."""
+        ...
+
+    def watch_schedules(self, changed: Callable[[], None]) -> None:
+        """Call ``changed`` (on the trio loop, while listening) whenever a server changed the
+        schedules, so every scheduler holds them all."""
         ...
 
     async def send(self, to_epoch: int, execution_id: str, body: str) -> str:

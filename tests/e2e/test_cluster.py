@@ -151,14 +151,15 @@ def test_a_command_sent_to_a_server_that_does_not_own_the_execution_is_answered(
 
 
 def test_a_schedule_fires_once_per_occurrence_with_three_servers(cluster: Cluster) -> None:
-    first = cluster.servers[0].start()
-    with first.client() as client:
+    first, _, third = (server.start() for server in cluster.servers)
+    with first.client() as client, third.client() as other:
         client.deploy(APPROVAL)
         client.create_schedule(
             "every-minute", "* * * * *", "approval-e2e", input={}, overlap="allow"
         )
-    for server in cluster.servers[1:]:
-        server.start()  # each loads the schedule and tries to fire it too
+        # every server hears of it (NOTIFY) and tries to fire each occurrence
+        wait_until(lambda: [s.schedule_id for s in other.schedules()] == ["every-minute"], 30,
+                   what="the schedule to reach another server")  # fmt: skip
     wait_until(
         lambda: cluster.sql("SELECT 1 FROM executions WHERE schedule_id = 'every-minute'"),
         75, what="the first occurrence",

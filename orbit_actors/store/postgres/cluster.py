@@ -4,7 +4,8 @@ Membership (renewals, takeovers) runs on a connection of its own, so a renewal n
 behind a large batch of the group writer; inbox messages run on another. ``LISTEN`` runs on a
 third, in a thread of its own that blocks on the socket and hands each notification to the trio
 loop: messages addressed to this server go to the channel :meth:`PostgresCluster.listen`
-yields, answers to the messages it sent wake their senders.
+yields, answers to the messages it sent wake their senders, and a change of the schedules (by
+any server) calls the callback given to :meth:`PostgresCluster.watch_schedules`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import trio
 from ...errors import StorageError
 from ..cluster import Collected, Message, Owner, ServerRecord, Takeover
 from . import membership as sql
+from .records import SCHEDULES_CHANGED
 from .schema import Conn, connect, one_line
 
 T = TypeVar("T")
@@ -72,6 +74,7 @@ class PostgresCluster:
         self._membership = _Connection(url, name, partial(_set, f"SET lock_timeout = {lock_ms}"))
         self._inbox = _Connection(url, name, lambda c: None)
         self._replies: dict[str, trio.Event] = {}
+        self._schedules_changed: Callable[[], None] = lambda: None
 
     @property
     def lease_ms(self) -> int:
@@ -135,8 +138,14 @@ class PostgresCluster:
                     messages.send_nowait(payload)  # a full buffer: taken from the table later
             elif channel == replies and payload in self._replies:
                 self._replies[payload].set()
+            elif channel == SCHEDULES_CHANGED:
+                self._schedules_changed()
 
         return notified
+
+    def watch_schedules(self, changed: Callable[[], None]) -> None:
+        """Call ``changed`` (on the trio loop) whenever a server changed the schedules."""
+        self._schedules_changed = changed
 
     async def send(self, to_epoch: int, execution_id: str, body: str) -> str:
         """Put a command in another server's inbox; returns its id."""
@@ -203,7 +212,7 @@ class _Listener:
         try:
             conn = connect(self._url, autocommit=True)
             for channel in (sql.inbox_channel(self._epoch), sql.reply_channel(self._epoch),
-                            self._stop_channel):  # fmt: skip
+                            SCHEDULES_CHANGED, self._stop_channel):  # fmt: skip
                 conn.execute(f"LISTEN {channel}".encode())
         except BaseException as exc:
             self._error = exc

@@ -235,7 +235,9 @@ class PostgresStore:
     # -- schedules ------------------------------------------------------------------------
     async def put_schedule(self, record: ScheduleRecord) -> PutOutcome:
         """Create a schedule: created, unchanged (same fields) or conflict."""
-        return await self._writer.write(lambda conn: records.put_schedule(conn, record))
+        return await self._writer.write(
+            lambda conn: records.schedules_changed(conn, records.put_schedule(conn, record))
+        )
 
     async def schedule(self, schedule_id: str) -> ScheduleRecord | None:
         """One schedule."""
@@ -254,17 +256,22 @@ class PostgresStore:
 
     async def delete_schedule(self, schedule_id: str) -> bool:
         """Delete a schedule and its claims."""
-        return await self._writer.write(lambda conn: records.delete_schedule(conn, schedule_id))
+        return await self._writer.write(
+            lambda conn: records.schedules_changed(conn, records.delete_schedule(conn, schedule_id))
+        )
 
     async def set_schedule_paused(self, schedule_id: str, paused: bool, now_ms: int) -> bool:
         """Pause or resume a schedule; resuming settles it up to ``now_ms``."""
         settled = 0 if paused else now_ms
         return await self._writer.write(
-            lambda conn: records.changed(
+            lambda conn: records.schedules_changed(
                 conn,
-                "UPDATE schedules SET paused = %s, settled_ms = GREATEST(settled_ms, %s) "
-                "WHERE schedule_id = %s",
-                (paused, settled, schedule_id),
+                records.changed(
+                    conn,
+                    "UPDATE schedules SET paused = %s, settled_ms = GREATEST(settled_ms, %s) "
+                    "WHERE schedule_id = %s",
+                    (paused, settled, schedule_id),
+                ),
             )
         )
 
