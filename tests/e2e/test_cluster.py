@@ -87,8 +87,11 @@ def test_three_servers_lose_two_under_load_and_every_execution_ends_once(
     log = tmp_path / "tasks.jsonl"
     servers = [server.start() for server in cluster.servers]
     for n, server in enumerate(servers):
+        # each worker knows every server, its own first: it moves on when its server stops
+        urls = ",".join(s.url for s in servers[n:] + servers[:n])
         for k in range(2):
-            workers.append(WorkerProcess(server, f"w{n}{k}", env={"E2E_LOG": str(log)}))
+            env = {"E2E_LOG": str(log), "ORBIT_URL": urls}
+            workers.append(WorkerProcess(server, f"w{n}{k}", env=env))
     with servers[0].client() as client:
         client.deploy(NAP3)
     clients = [server.client() for server in servers]
