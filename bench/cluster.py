@@ -35,7 +35,7 @@ import trio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from e2e import THREE, Http, cpu_seconds, one  # noqa: E402  # bench/e2e.py (script folder)
+from e2e import THREE, Http, cpu_seconds  # noqa: E402  # bench/e2e.py (script folder)
 
 WAITS = """
 workflow: waits
@@ -98,6 +98,22 @@ async def load(urls: list[str], total: int, in_flight: int) -> float:
     for http in connections:
         await http.stream.aclose()
     return rate
+
+
+async def one(http: Http, n: int, latencies: list[float]) -> None:
+    """Start an execution and wait for it on the same server (its owner)."""
+    began = time.perf_counter()
+    status, started = await http.request(
+        "POST", "/v1/executions", {"workflow": "noop3", "input": {"n": n}}
+    )
+    if status != 201:
+        raise SystemExit(f"a start was refused: {status} {started}")
+    _, summary = await http.request(
+        "GET", f"/v1/executions/{started['execution_id']}/wait?timeout=60"
+    )
+    if summary.get("status") != "completed":
+        raise SystemExit(f"an execution did not complete: {summary}")
+    latencies.append(time.perf_counter() - began)
 
 
 def commits(url: str) -> int:

@@ -94,8 +94,7 @@ class Starter:
         try:
             return self._definitions.resolve(workflow, version)
         except WorkflowNotFoundError:
-            if not await self._definitions.refresh():
-                raise
+            await self._definitions.refresh()  # another start's refresh may be the one to add it
             return self._definitions.resolve(workflow, version)
 
     async def _start_once(
