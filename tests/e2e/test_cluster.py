@@ -175,3 +175,12 @@ def test_a_schedule_fires_once_per_occurrence_with_three_servers(cluster: Cluste
     started = cluster.sql("SELECT execution_id FROM executions WHERE schedule_id = %s",
                           "every-minute")  # fmt: skip
     assert len(fired) == 1 and [row[0] for row in started] == [fired[0][1]]
+
+
+def test_orbit_servers_lists_every_server_sharing_the_database(cluster: Cluster) -> None:
+    from .test_cli_server import orbit
+
+    started = [server.start() for server in cluster.servers]
+    shown = json.loads(orbit(started[1], "servers", "--json").stdout)["servers"]
+    assert [s["address"] for s in shown] == [s.url for s in started]
+    assert all(s["online"] and s["lease_until_ms"] > s["started_at_ms"] for s in shown)
