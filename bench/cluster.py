@@ -70,13 +70,14 @@ def servers(url: str, count: int, lease_s: float) -> Iterator[list[tuple[subproc
                          env={**os.environ, "ORBIT_URL": address}, stderr=subprocess.DEVNULL)
         for _, address in started
     ]  # fmt: skip
+    processes: list[subprocess.Popen[Any]] = [*workers, *(p for p, _ in started)]
     try:
         yield started
     finally:
-        for process in [*workers, *(p for p, _ in started)]:
+        for process in processes:
             if process.poll() is None:
                 process.terminate()
-        for process in [*workers, *(p for p, _ in started)]:
+        for process in processes:
             process.wait(30)
 
 
@@ -202,7 +203,7 @@ def main() -> None:
             with psycopg.connect(base, autocommit=True) as conn:
                 conn.execute(f"DROP DATABASE IF EXISTS {name}".encode())
                 conn.execute(f"CREATE DATABASE {name}".encode())
-            return base.rsplit("/", 1)[0] + "/" + name
+            return str(base.rsplit("/", 1)[0] + "/" + name)
 
         run(base, database, args)
         return

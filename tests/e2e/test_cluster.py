@@ -98,7 +98,7 @@ def test_three_servers_lose_two_under_load_and_every_execution_ends_once(
     for n in range(EXECUTIONS):  # starts spread over the servers: the receiver owns it
         clients[n % 3].start("naps", input={"n": n}, execution_id=f"e{n}")
     killed, stopped = cluster.server_id(servers[0]), cluster.server_id(servers[1])
-    assert cluster.sql("SELECT COUNT(*) FROM executions WHERE status = 'running'")[0][0] > 0
+    assert cluster.sql("SELECT 1 FROM executions WHERE status = 'running' LIMIT 1")
     at = time.monotonic()
     servers[0].kill(signal.SIGKILL)
     servers[1].process.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from orbit_actors.errors import ExecutionFinishedError, ForwardedError, LeaseLostError, NotHereError
+from orbit_actors.mailbox import Command
 from orbit_actors.runtime import Runtime, open_runtime
 from tests.pg import PostgresServer
 
@@ -116,7 +117,7 @@ def pause_renewals(runtime: Runtime) -> trio.Event:
     return resume
 
 
-def _signal(name: str) -> object:
+def _signal(name: str) -> Command:
     from orbit_actors.actors import commands as cmd
     from orbit_actors.mailbox import Reply
 
