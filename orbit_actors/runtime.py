@@ -46,6 +46,7 @@ from .supervisor import forwarding as fw
 from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
 from .supervisor.membership import LocalServer, Membership, keep_membership
+from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
@@ -102,6 +103,7 @@ class _Parts:
     metrics: Metrics
     load: Loader
     membership: Membership
+    sharing: TaskSharing | None
 
 
 @asynccontextmanager
@@ -136,6 +138,10 @@ async def open_runtime(
         runtime = Runtime(parts)
         if cluster is not None:
             cluster.watch_schedules(parts.scheduler.reload_soon)
+            if parts.sharing is not None:
+                cluster.watch_ready(parts.sharing.ready)
+                cluster.watch_lost(parts.sharing.lost)
+                await nursery.start(parts.sharing.serve)
             await nursery.start(serve_inbox, cluster, runtime.carry_out)
             await nursery.start(keep_membership, cluster, partial(_adopt, nursery, parts))
         await nursery.start(parts.scheduler.run)
@@ -164,7 +170,11 @@ def _wire(
     """Build the components and connect each to the few callables of the others it needs.
     A lambda stands for a component built just after the one that takes it."""
     instance_id = cluster.server_id if cluster is not None else secrets.token_hex(6)
-    pool = WorkerPool(offer=lambda offer: registry.offer(offer))
+    pool = WorkerPool(
+        offer=lambda offer: (
+            sharing.offer(offer) if sharing is not None and offer.remote else registry.offer(offer)
+        )
+    )
     registry = Registry(
         nursery, store, pool.settle, config.mailbox_capacity, clock=clock,
         awaken=lambda execution_id, mailbox, history: supervisor.awaken(
@@ -177,11 +187,16 @@ def _wire(
         nursery, lambda token, output, failure: _report_builtin(registry, token, output, failure),
         enabled=config.enable_http_adapter,
     )  # fmt: skip
+    forwarder = Forwarder(cluster, cluster.lease_s + config.forward_margin_s) if cluster else None
+    sharing = None
+    if cluster is not None and forwarder is not None:
+        sharing = pool.sharing = TaskSharing(cluster, forwarder, registry, pool, clock)
     sessions = SessionManager(
         pool,
         SessionPorts(
-            clock, registry.report_result, registry.mark_uncertain, definitions.task_versions,
-            store.upsert_worker, store.touch_worker,
+            clock, sharing.report_result if sharing else registry.report_result,
+            sharing.mark_uncertain if sharing else registry.mark_uncertain,
+            definitions.task_versions, store.upsert_worker, store.touch_worker,
         ),
         config.heartbeat_interval_ms, config.session_timeout_ms,
     )  # fmt: skip
@@ -225,12 +240,11 @@ def _wire(
         )
     )  # fmt: skip
     membership = Membership(
-        cluster, Forwarder(cluster, cluster.lease_s + config.forward_margin_s) if cluster else None,
-        LocalServer(instance_id, address, clock.now_ms(), lambda: len(registry)),
-    )  # fmt: skip
+        cluster, forwarder, LocalServer(instance_id, address, clock.now_ms(), lambda: len(registry))
+    )
     parts = _Parts(
         store, config, clock, instance_id, definitions, registry, supervisor, starter, waiters,
-        pool, sessions, scheduler, metrics, load, membership,
+        pool, sessions, scheduler, metrics, load, membership, sharing,
     )  # fmt: skip
     return parts
 
@@ -301,7 +315,10 @@ class Runtime:
             fw.ResumeCommand: lambda i, c: self._resume_here(i),
             fw.ResultCommand: self._result_here,
             fw.WaitCommand: self._wait_here,
+            fw.OfferCommand: self._offer_here,
+            fw.UncertainCommand: self._uncertain_here,
         }
+        self._sharing = parts.sharing
 
     # -- commands for executions owned elsewhere -------------------------------------------
     async def _routed(
@@ -454,11 +471,25 @@ class Runtime:
             return await local()
         command = fw.ResultCommand(token=token, worker_id=worker_id, output=output, failure=failure)
         answer = await self._routed(execution_id, local, command)
-        return answer if isinstance(answer, Verdict) else Verdict(**answer)
+        if isinstance(answer, Verdict):
+            return answer
+        self.pool.settle(token)  # a task of the shared queue held a slot of a session here
+        return Verdict(**answer)
 
     async def _result_here(self, execution_id: str, c: fw.ResultCommand) -> Any:
         verdict = await self.registry.report_result(c.token, c.worker_id, c.output, c.failure)
+        if self._sharing is not None:
+            self._sharing.answered(c.token)
         return {"token": verdict.token, "accepted": verdict.accepted, "reason": verdict.reason}
+
+    async def _offer_here(self, execution_id: str, c: fw.OfferCommand) -> Any:
+        assert self._sharing is not None  # only servers sharing a store get offers
+        return await self._sharing.dispatch_here(execution_id, c)
+
+    async def _uncertain_here(self, execution_id: str, c: fw.UncertainCommand) -> None:
+        self.registry.mark_uncertain(c.token, c.reason)
+        if self._sharing is not None:
+            self._sharing.answered(c.token)
 
     async def servers(self) -> list[ServerRecord]:
         """The servers sharing this store, each with how many running executions it owns."""

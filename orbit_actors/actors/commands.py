@@ -132,3 +132,10 @@ class ShowSchedules(Command):
 class ReloadSchedules(Command):
     """Read every schedule from the store again (another server sharing it changed one, or
     this one took over a dead server's work)."""
+
+
+@dataclass(eq=False)
+class RemoteOffer(OfferDispatch):
+    """A server sharing the store claimed unit ``key`` for one of its sessions: the actor
+    commits ``StepDispatched`` naming that session and replies with the task for that server to
+    push (None when the offer is stale)."""

@@ -281,6 +281,22 @@ class ExecutionActor:
         if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
             pool.push(self._task(found, dispatched.token, dispatched.deadline_ms), self._now())
 
+    async def _on_remote_offer(self, c: cmd.RemoteOffer) -> Task | None:
+        """A unit claimed by another server for its worker: dispatched to that worker's session
+        here, the task returned for that server to push."""
+        events = pure.dispatch(
+            self.state, self.definition, c.key, attempt=c.attempt, token=c.token,
+            worker_id=c.worker_id, session=c.session_id, now=self._now(),
+        )  # fmt: skip
+        if events is None:
+            return None
+        await self._advance(events)
+        found = invocation(self.state, self.definition, c.key)
+        dispatched = events[0]
+        if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
+            return self._task(found, dispatched.token, dispatched.deadline_ms)
+        return None
+
     async def _on_uncertain(self, c: cmd.MarkUncertain) -> None:
         await self._advance(pure.attempt_uncertain(self.state, c.token, c.reason, self._now()))
 
@@ -518,6 +534,7 @@ _HANDLERS: dict[type[Command], Callable[[ExecutionActor, Any], Awaitable[Any]]] 
     cmd.RequestCancel: ExecutionActor._on_cancel,
     cmd.ReportResult: ExecutionActor._on_result,
     cmd.OfferDispatch: ExecutionActor._on_offer,
+    cmd.RemoteOffer: ExecutionActor._on_remote_offer,
     cmd.MarkUncertain: ExecutionActor._on_uncertain,
     cmd.ChildEnded: ExecutionActor._on_child_ended,
     cmd.ChildNotStarted: ExecutionActor._on_child_not_started,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import trio
 
@@ -56,6 +56,18 @@ class Takeover:
     servers: list[str] = field(default_factory=list)
     executions: list[WakeEntry] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+
+
+class ReadyTask(NamedTuple):
+    """A ready task unit in the shared queue: which unit, and the queue it waits in (its task,
+    contract version and language, ``""`` for any)."""
+
+    execution_id: str
+    unit_key: str
+    attempt: int
+    task_name: str
+    contract_version: str
+    language: str
 
 
 @dataclass(frozen=True)
@@ -114,6 +126,22 @@ class Cluster(Protocol):
     def watch_schedules(self, changed: Callable[[], None]) -> None:
         """Call ``changed`` (on the trio loop, while listening) whenever a server changed the
         schedules, so every scheduler holds them all."""
+        ...
+
+    def watch_ready(self, ready: Callable[[], None]) -> None:
+        """Call ``ready`` (on the trio loop, while listening) when a server published units."""
+        ...
+
+    def watch_lost(self, lost: Callable[[str], None]) -> None:
+        """Call ``lost`` with a server's id when a server took that server over."""
+        ...
+
+    async def share(self, publish: list[ReadyTask], withdraw: list[ReadyTask]) -> None:
+        """Publish units to the shared queue and withdraw others, in one transaction."""
+        ...
+
+    async def claim_ready(self, queues: list[tuple[str, str, str]], limit: int) -> list[ReadyTask]:
+        """Claim up to ``limit`` units other servers published, from ``queues``."""
         ...
 
     async def send(self, to_epoch: int, execution_id: str, body: str) -> str:

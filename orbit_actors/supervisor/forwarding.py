@@ -69,6 +69,26 @@ class ResultCommand(_Command):
     failure: ErrorInfo | None = None
 
 
+class OfferCommand(_Command):
+    """Dispatch a unit another server claimed to that server's session (answered with the task
+    to push, or None when the offer is stale)."""
+
+    kind: Literal["offer"] = "offer"
+    key: str
+    attempt: int
+    token: str
+    worker_id: str
+    session_id: str
+
+
+class UncertainCommand(_Command):
+    """The session that held ``token`` (on the sending server) was lost."""
+
+    kind: Literal["uncertain"] = "uncertain"
+    token: str
+    reason: str
+
+
 class WaitCommand(_Command):
     """Wait for the execution to finish (answered with its result)."""
 
@@ -77,7 +97,13 @@ class WaitCommand(_Command):
 
 
 Forwarded = Annotated[
-    SignalCommand | CancelCommand | ResumeCommand | ResultCommand | WaitCommand,
+    SignalCommand
+    | CancelCommand
+    | ResumeCommand
+    | ResultCommand
+    | WaitCommand
+    | OfferCommand
+    | UncertainCommand,
     Field(discriminator="kind"),
 ]
 

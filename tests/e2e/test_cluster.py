@@ -184,3 +184,23 @@ def test_orbit_servers_lists_every_server_sharing_the_database(cluster: Cluster)
     shown = json.loads(orbit(started[1], "servers", "--json").stdout)["servers"]
     assert [s["address"] for s in shown] == [s.url for s in started]
     assert all(s["online"] and s["lease_until_ms"] > s["started_at_ms"] for s in shown)
+
+
+def test_a_worker_on_one_server_runs_the_tasks_of_executions_another_server_owns(
+    cluster: Cluster, workers: list[WorkerProcess]
+) -> None:
+    owner, other = cluster.servers[0].start(), cluster.servers[1].start()
+    workers.append(WorkerProcess(other, "elsewhere"))  # no worker on the owner at all
+    with owner.client() as client:
+        client.deploy(NAP3)
+        for n in range(20):
+            client.start("naps", input={"n": n}, execution_id=f"q{n}")
+        for n in range(20):
+            done = client.result(f"q{n}", timeout=60)
+            assert (done.status, done.output) == ("completed", {"n": n})
+        other_id = cluster.server_id(other)
+        for n in range(20):
+            events = client.history(f"q{n}").events
+            sessions = {e["worker_session"] for e in events if e["type"] == "StepDispatched"}
+            assert all(s.startswith(f"s-{other_id}-") for s in sessions), sessions
+    assert not cluster.sql("SELECT 1 FROM ready_tasks")  # every published unit was claimed

@@ -22,8 +22,10 @@ import psycopg
 import trio
 
 from ...errors import StorageError
-from ..cluster import Collected, Message, Owner, ServerRecord, Takeover
+from ..cluster import Collected, Message, Owner, ReadyTask, ServerRecord, Takeover
 from . import membership as sql
+from . import queue
+from .queue import READY_CHANNEL
 from .records import SCHEDULES_CHANGED
 from .schema import Conn, connect, one_line
 
@@ -75,6 +77,9 @@ class PostgresCluster:
         self._inbox = _Connection(url, name, lambda c: None)
         self._replies: dict[str, trio.Event] = {}
         self._schedules_changed: Callable[[], None] = lambda: None
+        self._ready: Callable[[], None] = lambda: None
+        self._lost: Callable[[str], None] = lambda server_id: None
+        self._queue = _Connection(url, name, lambda c: None)
 
     @property
     def lease_ms(self) -> int:
@@ -113,6 +118,7 @@ class PostgresCluster:
         """Close the connections (the server is leaving)."""
         self._membership.close()
         self._inbox.close()
+        self._queue.close()
 
     # -- the inbox ------------------------------------------------------------------------
     @asynccontextmanager
@@ -138,10 +144,30 @@ class PostgresCluster:
                     messages.send_nowait(payload)  # a full buffer: taken from the table later
             elif channel == replies and payload in self._replies:
                 self._replies[payload].set()
+            elif channel == READY_CHANNEL:
+                self._ready()
+            elif channel == sql.LOST_CHANNEL:
+                self._lost(payload)
             elif channel == SCHEDULES_CHANGED:
                 self._schedules_changed()
 
         return notified
+
+    def watch_ready(self, ready: Callable[[], None]) -> None:
+        """Call ``ready`` when a server published units to the shared queue."""
+        self._ready = ready
+
+    def watch_lost(self, lost: Callable[[str], None]) -> None:
+        """Call ``lost`` with the id of each server another one took over."""
+        self._lost = lost
+
+    async def share(self, publish: list[ReadyTask], withdraw: list[ReadyTask]) -> None:
+        """Publish and withdraw units of the shared queue."""
+        await self._queue.run(lambda c: queue.change(c, self.epoch, publish, withdraw))
+
+    async def claim_ready(self, queues: list[tuple[str, str, str]], limit: int) -> list[ReadyTask]:
+        """Claim others' units for free sessions here."""
+        return await self._queue.run(lambda c: queue.claim(c, self.epoch, queues, limit))
 
     def watch_schedules(self, changed: Callable[[], None]) -> None:
         """Call ``changed`` (on the trio loop) whenever a server changed the schedules."""
@@ -212,7 +238,8 @@ class _Listener:
         try:
             conn = connect(self._url, autocommit=True)
             for channel in (sql.inbox_channel(self._epoch), sql.reply_channel(self._epoch),
-                            SCHEDULES_CHANGED, self._stop_channel):  # fmt: skip
+                            SCHEDULES_CHANGED, READY_CHANNEL, sql.LOST_CHANNEL,
+                            self._stop_channel):  # fmt: skip
                 conn.execute(f"LISTEN {channel}".encode())
         except BaseException as exc:
             self._error = exc

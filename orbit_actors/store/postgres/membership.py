@@ -18,6 +18,7 @@ from ..cluster import Collected, Message, Owner, ServerRecord, Takeover
 from .schema import Conn
 
 NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+LOST_CHANNEL = "orbit_lost"  # a takeover names each server it took over
 _JOIN = (
     "INSERT INTO servers (server_id, address, host, pid, started_at_ms, renewed_at_ms, "
     f"lease_until_ms) VALUES (%s, %s, %s, %s, {NOW_MS}, {NOW_MS}, {NOW_MS} + %s) "
@@ -90,7 +91,8 @@ def leave(conn: Conn, epoch: int) -> None:
 def take_over(conn: Conn, server_id: str, epoch: int, orphans: bool) -> Takeover:
     """In one transaction: remove the servers whose lease expired, claim their running
     executions (with ``orphans``, every running execution no member owns), readdress the inbox
-    messages nobody took to this server, and release their unfired schedule claims."""
+    messages nobody took to this server, release their unfired schedule claims, take their
+    units of the shared queue, and tell every server which servers were taken over."""
     with conn.transaction():
         dead = conn.execute(_EXPIRED).fetchall()
         if not dead and not orphans:
@@ -104,6 +106,11 @@ def take_over(conn: Conn, server_id: str, epoch: int, orphans: bool) -> Takeover
         conn.execute(
             "DELETE FROM schedule_claims WHERE execution_id IS NULL AND owner = ANY(%s)", (names,)
         )
+        conn.execute(
+            "UPDATE ready_tasks SET owner_epoch = %s WHERE owner_epoch = ANY(%s)", (epoch, epochs)
+        )
+        for name in names:
+            conn.execute("SELECT pg_notify(%s, %s)", (LOST_CHANNEL, name))
     rows.sort(key=lambda row: row[4])  # oldest first, as the wake-up index is
     entries = [WakeEntry(r[0], r[1], r[2], r[3]) for r in rows]
     return Takeover(names, entries, [row[0] for row in moved])

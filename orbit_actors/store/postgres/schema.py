@@ -80,10 +80,21 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             claimed BOOLEAN NOT NULL DEFAULT false, reply TEXT)""",
         "CREATE INDEX inbox_by_target ON inbox (to_epoch) WHERE NOT claimed",
     ),
+    # 3: the shared task queue. A ready task unit its owner could not hand to a worker of its
+    # own waits here too, for a server with a free worker to claim (FOR UPDATE SKIP LOCKED).
+    (
+        """CREATE TABLE ready_tasks (
+            execution_id TEXT NOT NULL, unit_key TEXT NOT NULL, attempt INTEGER NOT NULL,
+            task_name TEXT NOT NULL, contract_version TEXT NOT NULL, language TEXT NOT NULL,
+            owner_epoch BIGINT NOT NULL, ready_at_ms BIGINT NOT NULL,
+            PRIMARY KEY (execution_id, unit_key, attempt))""",
+        "CREATE INDEX ready_tasks_by_queue ON ready_tasks "
+        "(task_name, contract_version, language, ready_at_ms)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("definitions", "executions", "segments", "runs", "workers", "schedules",
-          "schedule_claims", "servers", "inbox")  # fmt: skip
+          "schedule_claims", "servers", "inbox", "ready_tasks")  # fmt: skip
 
 
 def describe(url: str) -> str:
