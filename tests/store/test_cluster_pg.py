@@ -32,7 +32,7 @@ _numbers = itertools.count()
 
 @pytest.fixture
 def database(postgres: PostgresServer) -> str:
-    return postgres.create_database(f"cluster_{next(_numbers)}")
+    return postgres.create_database(f"inprocess_{next(_numbers)}")
 
 
 @asynccontextmanager
