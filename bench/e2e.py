@@ -16,7 +16,9 @@ N executions submitted at once (one connection per request in flight), each one
 ``POST /v1/executions?wait=60`` whose answer carries the output, checked; then the same burst as
 start + ``GET …/wait`` (two requests); then one execution at a time with the same client. Ends
 with the JSON line ``{burst_one_request_exec_per_s, burst_start_wait_exec_per_s,
-burst_server_cpu_ms_per_exec, burst_idle_p50_ms}``.
+burst_server_cpu_ms_per_exec, burst_idle_p50_ms}`` and, beside them, the same burst of
+``GET /healthz`` (``burst_healthz_req_per_s``, ``burst_client_cpu_ms_per_req``): the ceiling the
+client and the transport alone set on this machine.
 """
 
 from __future__ import annotations
@@ -165,6 +167,13 @@ async def start_then_wait(client: httpx.AsyncClient, n: int) -> None:
     assert body["status"] == "completed" and body["output"] == {"n": n}, body
 
 
+async def healthz(client: httpx.AsyncClient, n: int) -> None:
+    """The transport alone: what the same client pays for a request the server does nothing
+    for (the ceiling of the burst on this machine)."""
+    answer = await client.get("/healthz")
+    assert answer.status_code == 200, answer.text
+
+
 async def burst(url: str, total: int, path: Any) -> float:
     """Executions/s with ``total`` clients arriving at once, each an httpx ``AsyncClient`` of its
     own (one connection per request in flight; one shared pool of ``total`` connections would
@@ -193,23 +202,32 @@ async def burst_idle(url: str, count: int) -> list[float]:
     return latencies
 
 
-def run_burst(url: str, server_pid: int, total: int, idle_count: int) -> None:
+def run_burst(url: str, server_pid: int, worker_pid: int, total: int, idle_count: int) -> None:
     """The ``--burst`` measurements (see the module docstring)."""
     trio.run(burst, url, min(total, 100), one_request)  # warm up
-    cpu_before = cpu_seconds(server_pid)
+    cpu_before, worker_before = cpu_seconds(server_pid), cpu_seconds(worker_pid)
+    client_before = time.process_time()
     one_rate = trio.run(burst, url, total, one_request)
     cpu_ms = (cpu_seconds(server_pid) - cpu_before) * 1000 / total
+    worker_ms = (cpu_seconds(worker_pid) - worker_before) * 1000 / total
+    client_ms = (time.process_time() - client_before) * 1000 / total
     two_rate = trio.run(burst, url, total, start_then_wait)
+    healthz_before = time.process_time()
+    ceiling = trio.run(burst, url, total, healthz)
+    healthz_client_ms = (time.process_time() - healthz_before) * 1000 / total
     quiet = trio.run(burst_idle, url, idle_count)
     idle_p50 = percentile(quiet, 0.5) * 1000
-    print(f"burst of {total}, one request each: {one_rate:,.0f} executions/s, "
-          f"server CPU {cpu_ms:.2f} ms per execution")  # fmt: skip
+    print(f"burst of {total}, one request each: {one_rate:,.0f} executions/s, CPU per execution: "
+          f"server {cpu_ms:.2f} ms, worker {worker_ms:.2f} ms, this client {client_ms:.2f} ms")  # fmt: skip
     print(f"burst of {total}, start + wait: {two_rate:,.0f} executions/s")
+    print(f"burst of {total} GET /healthz (the client and transport alone): {ceiling:,.0f} "
+          f"requests/s, this client's CPU {healthz_client_ms:.2f} ms per request")  # fmt: skip
     print(f"one at a time, one request each ({idle_count}): p50 {idle_p50:.1f} ms")
     print(json.dumps({
         "burst_one_request_exec_per_s": round(one_rate),
         "burst_start_wait_exec_per_s": round(two_rate),
         "burst_server_cpu_ms_per_exec": round(cpu_ms, 3), "burst_idle_p50_ms": round(idle_p50, 2),
+        "burst_healthz_req_per_s": round(ceiling), "burst_client_cpu_ms_per_req": round(healthz_client_ms, 3),
     }))  # fmt: skip
 
 
@@ -238,7 +256,7 @@ def main() -> None:
             ).raise_for_status()
             trio.run(load, url, 100, 50)  # warm up (and wait for the worker to register)
             if args.burst:
-                run_burst(url, server.pid, args.burst, args.idle)
+                run_burst(url, server.pid, worker.pid, args.burst, args.idle)
                 return
             cpu_before = cpu_seconds(server.pid)
             worker_before, client_before = cpu_seconds(worker.pid), time.process_time()

@@ -73,6 +73,10 @@ class RuntimeConfig:
 
 
 GC_THRESHOLDS = (100_000, 50, 100)
+INDEX_HORIZON_MS = 300_000
+"""A restart loads the busy executions and the wake-ups due within this before it serves; the
+rest of the wake-up index follows in pages of ``INDEX_PAGE``, long before any of it is due."""
+INDEX_PAGE = 10_000
 
 
 def tune_gc() -> None:
@@ -130,11 +134,12 @@ async def open_runtime(
     async with trio.open_nursery() as nursery:
         parts = _wire(nursery, store, config, clock, definitions, tracer, cluster, address)
         await nursery.start(parts.sessions.serve)
-        index = await store.wake_index()
-        parts.registry.dormant.load(index)
+        first = await store.wake_index(due_by_ms=clock.now_ms() + INDEX_HORIZON_MS)
+        parts.registry.begin_loading(first)
         await nursery.start(parts.registry.dormant.run)
         parts.sessions.recovering = True  # before any worker can register
-        nursery.start_soon(_recover_busy, parts, [e.execution_id for e in index if e.busy])
+        nursery.start_soon(_recover_busy, parts, [e.execution_id for e in first if e.busy])
+        nursery.start_soon(_load_the_rest, parts)
         runtime = Runtime(parts)
         if cluster is not None:
             cluster.watch_schedules(parts.scheduler.reload_soon)
@@ -256,6 +261,17 @@ async def _recover_busy(parts: _Parts, execution_ids: list[str]) -> None:
         await parts.supervisor.recover_busy(execution_ids)
     finally:
         parts.sessions.recovering = False
+
+
+async def _load_the_rest(parts: _Parts) -> None:
+    """After a restart, load the rest of the wake-up index behind the serving server."""
+    after = 0
+    while True:
+        page, after = await parts.store.wake_index_page(after, INDEX_PAGE)
+        if not page:
+            break
+        parts.registry.load(page)
+    parts.registry.end_loading()
 
 
 async def _report_builtin(
@@ -405,7 +421,7 @@ class Runtime:
         answered, value = await self.registry.ask(execution_id, cmd.RunQuery(name, reply=Reply()))
         if answered:
             return value
-        state, definition = await self._load(execution_id)
+        state, definition = await self._final_or_stored(execution_id)
         return evaluate_query(state, definition, name)
 
     async def describe(self, execution_id: str) -> ExecutionDetail:
@@ -414,9 +430,15 @@ class Runtime:
         if answered:
             live: ExecutionDetail = detail
             return live
-        state, definition = await self._load(execution_id)
+        state, definition = await self._final_or_stored(execution_id)
         quarantined = self.registry.quarantined.get(execution_id)
         return describe(state, definition, quarantined is not None, quarantined)
+
+    async def _final_or_stored(
+        self, execution_id: str
+    ) -> tuple[ExecutionState, CompiledDefinition]:
+        """The state of an execution not in memory: kept from its end, or replayed."""
+        return self.waiters.final_state(execution_id) or await self._load(execution_id)
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run or of run ``run``."""

@@ -47,4 +47,16 @@ def test_bench_e2e_burst_prints_its_json_line() -> None:
     assert result.returncode == 0, result.stderr
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(line) == {"burst_one_request_exec_per_s", "burst_start_wait_exec_per_s",
-                         "burst_server_cpu_ms_per_exec", "burst_idle_p50_ms"}  # fmt: skip
+                         "burst_server_cpu_ms_per_exec", "burst_idle_p50_ms",
+                         "burst_healthz_req_per_s", "burst_client_cpu_ms_per_req"}  # fmt: skip
+
+
+def test_bench_endpoints_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "endpoints.py"), "--requests", "5"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(line) == {"server_cpu_ms", "ratio_to_healthz"}
+    assert {"healthz", "start", "describe_finished", "wait_finished"} <= set(line["server_cpu_ms"])

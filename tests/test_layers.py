@@ -76,3 +76,15 @@ def test_the_transport_may_import_only_itself_of_orbit() -> None:
     source = "from . import frames\nfrom ..errors import OrbitError\nimport orbit_actors\n"
     names = imports_of(source, "orbit_actors.http")
     assert violations("http", names) == ["orbit_actors.errors", "orbit_actors"]
+
+
+TEST_ONLY = {"trio_websocket", "wsproto", "h11"}  # test dependencies, not the package's
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_a_test_only_dependency(path: Path) -> None:
+    """The worker's WebSocket client is Orbit's own: a user's install has no trio-websocket."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    package = ".".join(parts[:-1])
+    names = imports_of(path.read_text(), package)
+    assert [name for name in names if name.split(".")[0] in TEST_ONLY] == []

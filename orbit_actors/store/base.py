@@ -171,8 +171,16 @@ class Store(Protocol):
         """Ids of every execution that has not finished."""
         ...
 
-    async def wake_index(self) -> list[WakeEntry]:
-        """The wake-up index: every execution that has not finished, oldest first."""
+    async def wake_index(self, due_by_ms: int | None = None) -> list[WakeEntry]:
+        """The wake-up index: every execution that has not finished, oldest first. With
+        ``due_by_ms``, only what a restart needs before it serves: the busy ones and those
+        whose wake-up comes by then."""
+        ...
+
+    async def wake_index_page(self, after: int, limit: int) -> tuple[list[WakeEntry], int]:
+        """The whole wake-up index a page at a time, oldest first: up to ``limit`` entries
+        after the position ``after`` (0 at first), and the position to ask after next. An
+        empty page is the end."""
         ...
 
     async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:

@@ -52,13 +52,17 @@ class Dormant:
             heapq.heappush(self._heap, (wake_at_ms, execution_id))
 
     def load(self, entries: Sequence[WakeEntry]) -> None:
-        """Add every entry of the store's wake-up index (in bulk: a restart loads them all)."""
+        """Add entries of the store's wake-up index in bulk (a restart loads them all, a page
+        at a time): an empty heap is built at once, a page is pushed into a large one."""
         self._wake_at.update((e.execution_id, e.wake_at_ms) for e in entries)
         self._children.update(e.execution_id for e in entries if not e.root)
-        self._heap.extend(
-            (e.wake_at_ms, e.execution_id) for e in entries if e.wake_at_ms is not None
-        )
-        heapq.heapify(self._heap)
+        timed = [(e.wake_at_ms, e.execution_id) for e in entries if e.wake_at_ms is not None]
+        if len(timed) * 8 < len(self._heap):
+            for item in timed:
+                heapq.heappush(self._heap, item)
+        else:
+            self._heap.extend(timed)
+            heapq.heapify(self._heap)
         self._changed.set()
 
     def pop(self, execution_id: str) -> bool | None:

@@ -5,8 +5,14 @@ dispatch, route a result or a lost attempt, tell a parent its child ended.
 
 Reaching a dormant execution brings it back: its mailbox is made at once (commands queue in it)
 and the supervisor replays its history into an actor on it, so two commands arriving together
-bring it back once. How many running executions are roots (started without a parent, the ones
-``max_active_executions`` counts) is derived here, as entries come and go.
+bring it back once. After a restart the store's wake-up index is loaded in two parts: what is
+needed at once before the server serves, the rest a page at a time behind it; meanwhile a
+command for an id not known yet looks the execution up in the store, and a page skips every id
+that came into memory while the index was loading (its entry may be stale).
+
+How many running executions are roots (started without a parent, the ones
+``max_active_executions`` counts) is derived here, as entries come and go; while the index
+loads, the ones not loaded yet are not counted.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from ..errors import (
 from ..history.events import ErrorInfo, Event
 from ..history.state import ExecutionState
 from ..mailbox import Command, Mailbox, Reply
-from ..store.base import ExecutionRow, Store
+from ..store.base import ExecutionRow, Store, WakeEntry
 from .dormant import Dormant
 
 Awaken = Callable[[str, Mailbox[Command], list[Event] | None], None]
@@ -66,6 +72,7 @@ class Registry:
         self.dormant = Dormant(clock or Clock(), self.wake)
         self.quarantined: dict[str, str] = {}  # id -> the last error
         self._live_roots = 0
+        self._loading: set[str] | None = None  # while the index loads: ids that were live
 
     # -- the address book -------------------------------------------------------------------
     def __len__(self) -> int:
@@ -112,6 +119,47 @@ class Registry:
         self._awaken(execution_id, mailbox, history)
         return mailbox
 
+    # -- loading the wake-up index after a restart ------------------------------------------
+    @property
+    def loading(self) -> bool:
+        """True while part of the wake-up index is still to be loaded."""
+        return self._loading is not None
+
+    def begin_loading(self, first: list[WakeEntry]) -> None:
+        """Load what a restart needs at once (``first``); the rest follows by :meth:`load`."""
+        self._loading = set()
+        self.dormant.load(first)
+
+    def load(self, page: list[WakeEntry]) -> None:
+        """Add a page of the index, but not the ids known already or live meanwhile."""
+        seen = self._loading if self._loading is not None else set()
+        self.dormant.load(
+            [e for e in page if e.execution_id not in self and e.execution_id not in seen]
+        )
+
+    def end_loading(self) -> None:
+        """The whole index is loaded: every running execution is live or dormant here."""
+        self._loading = None
+
+    async def _not_yet_loaded(self, execution_id: str) -> Mailbox[Command] | None:
+        """While the index loads: a running execution whose entry is not loaded yet is looked up
+        in the store and brought back; None when it does not run (or the index is loaded)."""
+        if self._loading is None or execution_id in self._loading:
+            return None
+        row = await self._store.execution(execution_id)
+        mailbox = self.mailbox(execution_id)  # it may have come back meanwhile
+        if mailbox is not None or row is None or row.status != "running":
+            return mailbox
+        if self._loading is None or execution_id in self._loading:
+            return None
+        self.dormant.add(execution_id, row.wake_at_ms, row.parent_id is None)
+        return self.wake(execution_id)
+
+    async def _tell_once_loaded(self, execution_id: str, command: Command) -> None:
+        mailbox = await self._not_yet_loaded(execution_id)
+        if mailbox is not None:
+            self._deliver(mailbox, command)
+
     def add(self, state: ExecutionState) -> Mailbox[Command]:
         """A new mailbox for ``state``'s actor, registered under its id."""
         self.dormant.pop(state.execution_id)
@@ -124,6 +172,8 @@ class Registry:
             self._live_roots -= 1
         self._live[execution_id] = (mailbox, root)
         self._live_roots += root
+        if self._loading is not None:
+            self._loading.add(execution_id)
         return mailbox
 
     def remove(self, execution_id: str, mailbox: Mailbox[Command]) -> None:
@@ -153,6 +203,8 @@ class Registry:
         mailbox = self.mailbox(execution_id)
         if mailbox is not None:
             self._deliver(mailbox, command)
+        elif self._loading is not None:
+            self._nursery.start_soon(self._tell_once_loaded, execution_id, command)
 
     async def request(self, execution_id: str, command: Command) -> Any:
         """Send a request and wait for its answer. Raises QuarantinedError, the answer's error,
@@ -161,6 +213,8 @@ class Registry:
         if execution_id in self.quarantined:
             raise QuarantinedError(f"execution `{execution_id}` is quarantined; resume it first")
         mailbox = self.mailbox(execution_id)
+        if mailbox is None:
+            mailbox = await self._not_yet_loaded(execution_id)
         if mailbox is not None:
             try:
                 return await mailbox.request(command)
@@ -213,6 +267,8 @@ class Registry:
         worker's slot); a token of no live execution is unknown, and its slot is freed here."""
         execution_id = execution_of(token)
         mailbox = self.mailbox(execution_id) if execution_id else None
+        if mailbox is None and execution_id:
+            mailbox = await self._not_yet_loaded(execution_id)
         if mailbox is not None:
             command = cmd.ReportResult(token, worker_id, output, failure, reply=Reply())
             with suppress(ActorGoneError):

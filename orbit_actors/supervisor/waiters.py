@@ -1,13 +1,14 @@
 """Callers waiting for executions to finish, woken by the actor's end (not by polling), and the
-answers of the executions that finished last, kept so a ``wait`` that comes just after the end
-(the usual start-then-wait of a short workflow) costs no store read and no replay. A finished
-execution's answer never changes, so this is a memo of a fact, not a copy of state to keep in
-step."""
+answers and final states of the executions that finished last, kept so a ``wait``, a describe or
+a query that comes just after the end (the usual start, wait, read of a short workflow) costs
+no store read and no replay. A finished execution's answer never changes, so this is a memo of a
+fact, not a copy of state to keep in step."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import trio
 
@@ -27,18 +28,30 @@ class _Waiter:
     result: ExecutionResult | None = None
 
 
+T = TypeVar("T")
+
 RECENT = 4096  # answers of the executions that finished last (about 1 KB each)
+RECENT_STATES = 1024  # final states of the executions that finished last (a few KB each)
 
 
 class Waiters:
     """Who waits for which execution, and the latest answers (see the module docstring)."""
 
-    def __init__(self, registry: Registry, load: Loader, recent: int = RECENT) -> None:
+    def __init__(
+        self, registry: Registry, load: Loader, recent: int = RECENT, states: int = RECENT_STATES
+    ) -> None:
         self._registry = registry
         self._load = load
         self.pending: dict[str, _Waiter] = {}
         self._recent: OrderedDict[str, ExecutionResult] = OrderedDict()
         self._keep = recent
+        self._states: OrderedDict[str, tuple[ExecutionState, CompiledDefinition]] = OrderedDict()
+        self._keep_states = states
+
+    def final_state(self, execution_id: str) -> tuple[ExecutionState, CompiledDefinition] | None:
+        """The final state of an execution that finished lately here, with its definition (the
+        same a replay of its history gives); None when not kept."""
+        return self._states.get(execution_id)
 
     async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
         """The summary with the output or error once the execution has finished; raises
@@ -76,10 +89,8 @@ class Waiters:
     def finished(self, state: ExecutionState, definition: CompiledDefinition) -> None:
         """``state``'s execution ended: wake whoever waits for it, and keep its answer."""
         result = result_of(state, definition)
-        recent = self._recent
-        recent[state.execution_id] = result
-        if len(recent) > self._keep:
-            recent.popitem(last=False)
+        _keep(self._recent, state.execution_id, result, self._keep)
+        _keep(self._states, state.execution_id, (state, definition), self._keep_states)
         waiter = self.pending.pop(state.execution_id, None)
         if waiter is not None:
             waiter.result = result
@@ -89,3 +100,9 @@ class Waiters:
         """Forget a waiter of an execution that will never finish here (unknown or ended)."""
         if self.pending.get(execution_id) is waiter:
             del self.pending[execution_id]
+
+
+def _keep(memo: OrderedDict[str, T], key: str, value: T, size: int) -> None:
+    memo[key] = value
+    if len(memo) > size:
+        memo.popitem(last=False)

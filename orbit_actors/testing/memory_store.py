@@ -124,14 +124,30 @@ class MemoryStore:
         rows = sorted(self._executions.values(), key=lambda item: item[0])
         return [row.execution_id for _, row in rows if row.status == "running"]
 
-    async def wake_index(self) -> list[WakeEntry]:
-        """The wake-up index: every execution that has not finished, oldest first."""
+    async def wake_index(self, due_by_ms: int | None = None) -> list[WakeEntry]:
+        """The wake-up index: every execution that has not finished, oldest first; with
+        ``due_by_ms``, the busy ones and those due by then."""
         await trio.lowlevel.checkpoint()
+        return [
+            entry
+            for _, entry in self._wake_entries(0)
+            if due_by_ms is None
+            or entry.busy
+            or (entry.wake_at_ms is not None and entry.wake_at_ms <= due_by_ms)
+        ]
+
+    async def wake_index_page(self, after: int, limit: int) -> tuple[list[WakeEntry], int]:
+        """Up to ``limit`` running executions after position ``after``, oldest first."""
+        await trio.lowlevel.checkpoint()
+        page = self._wake_entries(after)[:limit]
+        return [entry for _, entry in page], page[-1][0] if page else after
+
+    def _wake_entries(self, after: int) -> list[tuple[int, WakeEntry]]:
         rows = sorted(self._executions.values(), key=lambda item: item[0])
         return [
-            WakeEntry(row.execution_id, row.wake_at_ms, row.busy, row.parent_id is None)
-            for _, row in rows
-            if row.status == "running"
+            (ord_, WakeEntry(row.execution_id, row.wake_at_ms, row.busy, row.parent_id is None))
+            for ord_, row in rows
+            if row.status == "running" and ord_ > after
         ]
 
     async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:

@@ -19,20 +19,16 @@ import random
 import signal
 import ssl
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
 import trio
 from pydantic import Field, TypeAdapter
-from trio_websocket import (
-    ConnectionClosed,
-    HandshakeError,
-    WebSocketConnection,
-    open_websocket_url,
-)
 
 from .._version import __version__
 from ..ir.jsontext import compact_json
 from ..wire import messages as wire
+from .connection import CONNECTION_LOST, Connection, ConnectionClosed, open_connection, why_lost
 from .tasks import TaskContext, TaskFunction
 
 log = logging.getLogger("orbit.worker")
@@ -41,9 +37,6 @@ _SERVER_MESSAGE: TypeAdapter[wire.ServerMessage] = TypeAdapter(
     Annotated[wire.ServerMessage, Field(discriminator="type")]
 )
 DEFAULT_WORKER_URL = "ws://127.0.0.1:7233"
-
-
-_CONNECTION_LOST = (HandshakeError, ConnectionClosed, OSError, trio.TooSlowError)
 
 
 class WorkerRefused(Exception):
@@ -105,7 +98,7 @@ class Worker:
         self._running: dict[str, trio.CancelScope] = {}
         self._outbox: dict[str, dict[str, Any]] = {}  # results sent but not yet acknowledged
         self._idle: trio.Event | None = None
-        self._ws: WebSocketConnection | None = None
+        self._ws: Connection | None = None
         self._stopping = False
         self._unregistered: trio.Event | None = None
 
@@ -154,8 +147,8 @@ class Worker:
                         await self._session(ws, tasks, status)
                 except* WorkerRefused as refused:
                     raise refused.exceptions[0] from None
-                except* _CONNECTION_LOST as lost:
-                    log.warning("connection to %s lost: %s", self.url, _why(lost.exceptions[0]))
+                except* CONNECTION_LOST as lost:
+                    log.warning("connection to %s lost: %s", self.url, why_lost(lost.exceptions[0]))
                     self._next_url()
                 finally:
                     if self._ws is not None:
@@ -185,15 +178,11 @@ class Worker:
             await self._unregistered.wait()
 
     # -- one connection --------------------------------------------------------------------
-    def _connect(self) -> Any:
-        headers = [(b"authorization", f"Bearer {self.token}".encode())] if self.token else None
-        return open_websocket_url(
-            f"{self.url}/v1/workers/connect", self.ssl_context, extra_headers=headers,
-            max_message_size=64 * 1024 * 1024, connect_timeout=10, disconnect_timeout=5,
-        )  # fmt: skip
+    def _connect(self) -> AbstractAsyncContextManager[Connection]:
+        return open_connection(self.url, self.token, self.ssl_context)
 
     async def _session(
-        self, ws: WebSocketConnection, tasks: trio.Nursery, status: trio.TaskStatus[None]
+        self, ws: Connection, tasks: trio.Nursery, status: trio.TaskStatus[None]
     ) -> None:
         registered = await self._register(ws)
         self._ws = ws
@@ -212,19 +201,19 @@ class Worker:
                 nursery.cancel_scope.cancel()
 
     @staticmethod
-    async def _receive(ws: WebSocketConnection) -> wire.ServerMessage:
-        return _SERVER_MESSAGE.validate_json(await ws.get_message())
+    async def _receive(ws: Connection) -> wire.ServerMessage:
+        return _SERVER_MESSAGE.validate_json(await ws.receive())
 
-    async def _register(self, ws: WebSocketConnection) -> wire.Registered:
+    async def _register(self, ws: Connection) -> wire.Registered:
         contracts = [{"task_name": n, "contract_version": v} for n, v in self.functions]
         register = {
             "type": "register", "worker_id": self.worker_id, "runtime": "python",
             "sdk": f"orbit-python/{__version__}", "concurrency": self.concurrency,
             "contracts": contracts, "resume_session_id": self.session_id,
         }  # fmt: skip
-        await ws.send_message(json.dumps(register))
+        await ws.send(json.dumps(register))
         with trio.fail_after(30):
-            answer = _SERVER_MESSAGE.validate_json(await ws.get_message())
+            answer = _SERVER_MESSAGE.validate_json(await ws.receive())
         if isinstance(answer, wire.ErrorMessage):
             raise WorkerRefused(f"{answer.code}: {answer.message}")
         assert isinstance(answer, wire.Registered)
@@ -338,15 +327,9 @@ def _result(token: str, outcome: dict[str, Any]) -> dict[str, Any]:
     return {"type": "complete", "id": token, "token": token, "output": outcome["output"]}
 
 
-async def _send_quietly(ws: WebSocketConnection, message: dict[str, Any]) -> None:
+async def _send_quietly(ws: Connection, message: dict[str, Any]) -> None:
     with contextlib.suppress(ConnectionClosed):  # results stay in the outbox, sent again later
-        await ws.send_message(compact_json(message))
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, ConnectionClosed) and exc.reason is not None:
-        return f"closed ({exc.reason.code} {exc.reason.reason or ''})".strip()
-    return str(exc) or type(exc).__name__
+        await ws.send(compact_json(message))
 
 
 def _default_worker_id() -> str:

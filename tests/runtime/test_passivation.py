@@ -12,10 +12,13 @@ import pytest
 import trio
 from trio.testing import MockClock
 
+from orbit_actors.actors import commands as cmd
 from orbit_actors.actors.clock import Clock
 from orbit_actors.actors.execution import Passivation
 from orbit_actors.history.events import Event
+from orbit_actors.mailbox import Reply
 from orbit_actors.runtime import Runtime, RuntimeConfig, open_runtime
+from orbit_actors.store.base import WakeEntry
 from orbit_actors.testing import FakeWorker, MemoryStore
 from orbit_actors.wire import messages as wire
 
@@ -260,3 +263,106 @@ async def test_a_worker_resuming_before_its_execution_is_back_gets_its_task_agai
         ack = await back.complete(task.token, {"n": 1})
         assert isinstance(ack, wire.Ack) and ack.accepted
         assert (await runtime.wait("held", 10)).status == "completed"
+
+
+class SlowIndexStore(MemoryStore):
+    """A memory store whose wake-up index pages wait while ``gate`` is set: a restart serves
+    before the rest of its index is loaded."""
+
+    gate: trio.Event | None = None
+
+    async def wake_index_page(self, after: int, limit: int) -> tuple[list[WakeEntry], int]:
+        if self.gate is not None:
+            await self.gate.wait()
+        return await super().wake_index_page(after, limit)
+
+
+async def loaded(runtime: Runtime) -> None:
+    with trio.fail_after(60):
+        while runtime.supervisor.registry.loading:
+            await trio.sleep(0.01)
+
+
+async def test_a_signal_reaches_an_execution_whose_index_entry_is_not_loaded_yet(
+    autojump_clock: MockClock,
+) -> None:
+    store, clock = SlowIndexStore(), Clock()
+    async with open_runtime(store, config(), clock) as runtime:
+        await runtime.register_definition(APPROVAL)
+        for n in range(3):
+            await runtime.start("wf", execution_id=f"w{n}")
+    store.gate = trio.Event()
+    async with open_runtime(store, config(), clock) as runtime:
+        registry = runtime.supervisor.registry
+        assert registry.loading and len(registry) == 0  # nothing was due: all in the pages
+        assert await runtime.signal("w1", "approve", {"by": "di"}) == 4
+        assert await runtime.query("w1", "stage") == "approved"
+        store.gate.set()
+        await loaded(runtime)
+        assert (len(registry), registry.roots) == (3, 3)  # w1 once, not again from its page
+        assert await runtime.query("w2", "stage") == "waiting"
+
+
+async def test_an_execution_that_ends_while_the_index_loads_is_not_brought_back_by_its_page(
+    autojump_clock: MockClock,
+) -> None:
+    store, clock = SlowIndexStore(), Clock()
+    async with open_runtime(store, config(), clock) as runtime:
+        await runtime.register_definition(APPROVAL)
+        await runtime.start("wf", execution_id="gone")
+    store.gate = trio.Event()
+    async with open_runtime(store, config(), clock) as runtime:
+        stale, _ = await MemoryStore.wake_index_page(store, 0, 10)  # read before it ends
+        await runtime.cancel("gone")
+        assert (await runtime.wait("gone", 10)).status == "cancelled"
+        runtime.supervisor.registry.load(stale)
+        store.gate.set()
+        await loaded(runtime)
+        assert "gone" not in runtime.supervisor.registry
+
+
+CHILD = workflow("steps: [{id: work, task: t}]\noutput: '${steps.work.output}'\n", name="kid")
+PARENT = workflow(
+    "workflows: {kid: {version: 1.0.0}}\nsteps: [{id: k, workflow: kid}]\n"
+    "output: '${steps.k.output}'\n"
+)
+
+
+async def test_a_parent_waiting_on_its_child_is_back_before_the_index_is_loaded(
+    autojump_clock: MockClock,
+) -> None:
+    store, clock = SlowIndexStore(), Clock()
+    async with open_runtime(store, config(), clock) as runtime:
+        await runtime.register_definition(CHILD)
+        await runtime.register_definition(PARENT)
+        await runtime.start("wf", execution_id="p")
+        worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(worker.serve)
+            task = await worker.first_task()
+            nursery.cancel_scope.cancel()
+    store.gate = trio.Event()
+    async with open_runtime(store, config(), clock) as runtime:
+        assert "p" in runtime.supervisor.registry  # busy: it must look at its child again
+        back = FakeWorker(runtime, "w1", [("t", "1")])
+        await back.register(resume=worker.session_id)
+        with trio.fail_after(30):
+            while not [m for m in back.received if isinstance(m, wire.Task)]:
+                await trio.sleep(0.01)
+        await back.complete(task.token, {"n": 5})
+        assert (await runtime.wait("p", 30)).status == "completed"
+        assert runtime.supervisor.registry.loading
+        assert (await runtime.describe("p")).output == {"n": 5}
+
+
+async def test_a_command_told_to_an_execution_not_loaded_yet_is_delivered(
+    autojump_clock: MockClock,
+) -> None:
+    store, clock = SlowIndexStore(), Clock()
+    async with open_runtime(store, config(), clock) as runtime:
+        await runtime.register_definition(APPROVAL)
+        await runtime.start("wf", execution_id="told")
+    store.gate = trio.Event()
+    async with open_runtime(store, config(), clock) as runtime:
+        runtime.supervisor.registry.tell("told", cmd.RequestCancel("told to", reply=Reply()))
+        assert (await runtime.wait("told", 10)).status == "cancelled"

@@ -70,3 +70,30 @@ async def test_a_wait_just_after_the_end_reads_nothing_from_the_store(
     async with open_runtime(store, RuntimeConfig()) as restarted:  # nothing in memory now
         again = await restarted.wait("done", 10)
         assert again == result and store.history_reads > reads
+
+
+async def test_a_describe_or_query_just_after_the_end_is_answered_as_a_replay_would_be(
+    autojump_clock: MockClock,
+) -> None:
+    store = CountingStore()
+    async with open_runtime(store, RuntimeConfig()) as runtime:
+        await runtime.register_definition(QUERIED)
+        await runtime.start("wf", execution_id="done")
+        await runtime.signal("done", "approve", {"by": "bo"})
+        await runtime.wait("done", 10)
+        reads = store.history_reads
+        kept = await runtime.describe("done"), await runtime.query("done", "who")
+        assert store.history_reads == reads  # from the final state kept in memory
+    async with open_runtime(store, RuntimeConfig()) as restarted:
+        replayed = await restarted.describe("done"), await restarted.query("done", "who")
+        assert store.history_reads > reads
+    assert kept == replayed and kept[1] == "bo"
+
+
+QUERIED = workflow("""
+signals: {approve: {type: object, required: [by], properties: {by: {type: string}}}}
+queries: {who: 'steps.wait.output == null ? "" : steps.wait.output.by'}
+steps:
+  - {id: wait, await: approve}
+output: "${steps.wait.output}"
+""")

@@ -130,6 +130,32 @@ async def test_the_wake_index_holds_each_running_execution_as_last_committed(
     assert (await store.wake_index())[0] == WakeEntry("a", 9_000, busy=False, root=True)
 
 
+async def test_the_wake_index_due_by_a_time_holds_the_busy_and_those_due_by_then(
+    store: Store,
+) -> None:
+    await store.commit(commit("a", 1, wake_at_ms=5_000, busy=False))
+    await store.commit(commit("b", 1, wake_at_ms=90_000, busy=False))
+    await store.commit(commit("c", 1, wake_at_ms=None, busy=True))
+    await store.commit(commit("d", 1, wake_at_ms=None, busy=False))
+    await store.commit(commit("e", 1, wake_at_ms=1_000, busy=False, status="failed"))
+    assert [e.execution_id for e in await store.wake_index(due_by_ms=5_000)] == ["a", "c"]
+
+
+async def test_the_wake_index_is_read_a_page_at_a_time_to_its_end(store: Store) -> None:
+    for n in range(7):
+        await store.commit(commit(f"x{n}", 1, status="failed" if n == 3 else "running"))
+    seen: list[str] = []
+    after = 0
+    while True:
+        page, after = await store.wake_index_page(after, 2)
+        if not page:
+            break
+        assert len(page) <= 2
+        seen += [entry.execution_id for entry in page]
+    assert seen == ["x0", "x1", "x2", "x4", "x5", "x6"]
+    assert await store.wake_index_page(after, 2) == ([], after)
+
+
 async def test_histories_are_read_together(store: Store) -> None:
     await store.commit(commit("a", 1, count=2))
     await store.commit(commit("b", 1, count=3))

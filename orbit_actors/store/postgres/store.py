@@ -70,6 +70,9 @@ async def open_postgres_store(
             store.close_readers()
 
 
+_WAKE_COLUMNS = "execution_id, wake_at_ms, busy, parent_id IS NULL"
+
+
 class PostgresStore:
     """The :class:`~orbit_actors.store.base.Store` on a PostgreSQL database. Open it with
     :func:`open_postgres_store`."""
@@ -170,15 +173,31 @@ class PostgresStore:
         )
         return [row[0] for row in rows]
 
-    async def wake_index(self) -> list[WakeEntry]:
+    async def wake_index(self, due_by_ms: int | None = None) -> list[WakeEntry]:
         """The wake-up index: every execution that has not finished, oldest first (once
-        joined, those this server owns)."""
-        owned = "" if self.cluster is None else f"AND owner_epoch = {int(self.cluster.epoch)} "
+        joined, those this server owns); with ``due_by_ms``, the busy ones and those due by
+        then."""
+        due = "" if due_by_ms is None else " AND (busy IS NOT FALSE OR wake_at_ms <= %s)"
         rows = await self._rows(
-            "SELECT execution_id, wake_at_ms, busy, parent_id IS NULL FROM executions "
-            f"WHERE status = 'running' {owned}ORDER BY ord"
+            f"SELECT {_WAKE_COLUMNS} FROM executions WHERE status = 'running'{self._owned()}"
+            f"{due} ORDER BY ord",
+            *(() if due_by_ms is None else (due_by_ms,)),
         )
         return [WakeEntry(i, wake, busy, root) for i, wake, busy, root in rows]
+
+    def _owned(self) -> str:
+        """Once joined, the condition that keeps the executions this server owns."""
+        return "" if self.cluster is None else f" AND owner_epoch = {int(self.cluster.epoch)}"
+
+    async def wake_index_page(self, after: int, limit: int) -> tuple[list[WakeEntry], int]:
+        """Up to ``limit`` running executions after position ``after``, oldest first."""
+        rows = await self._rows(
+            f"SELECT {_WAKE_COLUMNS}, ord FROM executions "
+            f"WHERE status = 'running'{self._owned()} AND ord > %s ORDER BY ord LIMIT %s",
+            after, limit,
+        )  # fmt: skip
+        page = [WakeEntry(i, wake, busy, root) for i, wake, busy, root, _ in rows]
+        return page, rows[-1][4] if rows else after
 
     async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:
         """The current run's events of each execution, in one round trip."""

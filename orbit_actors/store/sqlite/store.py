@@ -76,6 +76,9 @@ async def _opened(
             store.close_readers()
 
 
+_WAKE_COLUMNS = "execution_id, wake_at_ms, busy IS NOT 0, parent_id IS NULL"
+
+
 class SqliteStore:
     """The :class:`~orbit_actors.store.base.Store` on a SQLite file. Open it with
     :func:`open_sqlite_store`."""
@@ -139,16 +142,28 @@ class SqliteStore:
         )
         return [row[0] for row in rows]
 
-    async def wake_index(self) -> list[WakeEntry]:
+    async def wake_index(self, due_by_ms: int | None = None) -> list[WakeEntry]:
         """The wake-up index: every execution that has not finished, oldest first (a row
-        written before the index existed counts as busy)."""
+        written before the index existed counts as busy); with ``due_by_ms``, the busy ones
+        and those due by then."""
+        due = "" if due_by_ms is None else f" AND (busy IS NOT 0 OR wake_at_ms <= {int(due_by_ms)})"
         rows = await self._read(
             lambda c: c.execute(
-                "SELECT execution_id, wake_at_ms, busy IS NOT 0, parent_id IS NULL "
-                "FROM executions WHERE status = 'running' ORDER BY ord"
+                f"SELECT {_WAKE_COLUMNS} FROM executions WHERE status = 'running'{due} ORDER BY ord"
             ).fetchall()
         )
         return list(map(WakeEntry._make, rows))  # busy and root come as 0 or 1
+
+    async def wake_index_page(self, after: int, limit: int) -> tuple[list[WakeEntry], int]:
+        """Up to ``limit`` running executions after position ``after``, oldest first."""
+        rows = await self._read(
+            lambda c: c.execute(
+                f"SELECT {_WAKE_COLUMNS}, ord FROM executions "
+                "WHERE status = 'running' AND ord > ? ORDER BY ord LIMIT ?",
+                (after, limit),
+            ).fetchall()
+        )
+        return [WakeEntry._make(row[:4]) for row in rows], rows[-1][4] if rows else after
 
     async def histories(self, execution_ids: list[str]) -> dict[str, list[Event]]:
         """The current run's events of each execution, in one read."""
