@@ -1,7 +1,7 @@
 """The ``orbit`` commands that talk to a server through :class:`~orbit_actors.client.Client`:
-deploy, start, show, list, workers, signal, query, cancel, resume and ``schedule …``. Tables for
-people, ``--json`` for scripts; a refusal is one line with the API's code and message, and a
-non-zero exit."""
+deploy, start, show, list, workers, servers, signal, query, cancel, resume and ``schedule …``.
+Tables for people, ``--json`` for scripts; a refusal is one line with the API's code and
+message, and a non-zero exit."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def add_api_commands(commands: Any) -> None:
     listing.set_defaults(run=_list)
 
     _command(commands, "workers", "every worker ever registered").set_defaults(run=_workers)
+    _command(commands, "servers", "the servers sharing the store").set_defaults(run=_servers)
 
     signal = _command(commands, "signal", "send a signal")
     signal.add_argument("execution_id")
@@ -285,6 +286,22 @@ def _list_workers(client: Client, args: argparse.Namespace) -> int:
 
 
 _workers = _api(_list_workers)
+
+
+def _list_servers(client: Client, args: argparse.Namespace) -> int:
+    servers = client.servers()
+    if args.json:
+        print(json.dumps({"servers": [_plain(s) for s in servers]}, indent=2))
+        return 0
+    rows = [[s.server_id, s.address, f"{s.host}:{s.pid}", "online" if s.online else "expired",
+             str(s.executions), _time(s.started_at_ms), _time(s.lease_until_ms)]
+            for s in servers]  # fmt: skip
+    _table(["server", "address", "host:pid", "state", "executions", "started", "lease until"],
+           rows)  # fmt: skip
+    return 0
+
+
+_servers = _api(_list_servers)
 
 
 def _send_signal(client: Client, args: argparse.Namespace) -> int:

@@ -41,6 +41,9 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-history-events", type=int, default=limits.max_history_events)
     parser.add_argument("--max-payload-bytes", type=int, default=limits.max_payload_bytes)
     parser.add_argument("--session-timeout", default="30s", help="a duration (30s, 2m)")
+    parser.add_argument("--lease-time", default="10s",
+                        help="with --database-url: a server silent this long loses its "
+                             "executions to the others (a duration)")  # fmt: skip
     parser.add_argument("--heartbeat-interval", default="5s", help="a duration")
     parser.add_argument("--passivate-after", default="10s",
                         help="an execution with nothing near to do leaves memory after this "
@@ -82,6 +85,7 @@ def server_options(args: argparse.Namespace) -> Any:
         session_timeout = parse_duration(args.session_timeout)
         heartbeat = parse_duration(args.heartbeat_interval)
         passivate_after = parse_duration(args.passivate_after)
+        lease_time = parse_duration(args.lease_time)
     except ValueError as exc:
         raise InvalidRequestError(str(exc)) from None
     host, _, port = args.bind.rpartition(":")
@@ -101,12 +105,14 @@ def server_options(args: argparse.Namespace) -> Any:
         raise InvalidRequestError("TLS needs both --certfile and --keyfile")
     if args.max_connections < 1:
         raise InvalidRequestError("--max-connections takes a positive number")
+    if lease_time < 300:
+        raise InvalidRequestError("--lease-time takes a duration of at least 300ms (like 10s)")
     return ServerOptions(
         db=args.db, database_url=_database_url(args.database_url), bind=args.bind,
         synchronous=args.synchronous, runtime=runtime,
         credentials=_credentials(args), insecure=args.insecure, certfile=args.certfile,
         keyfile=args.keyfile, otlp_endpoint=_otlp_endpoint(args.otlp_endpoint),
-        max_connections=args.max_connections, server=args.server,
+        max_connections=args.max_connections, server=args.server, lease_time=lease_time / 1000,
     )  # fmt: skip
 
 
@@ -171,12 +177,13 @@ def run_server(args: argparse.Namespace) -> int:
 
 def _run(main: Any) -> int:
     """Run ``main``; a database Orbit cannot open or an address it cannot bind is one line."""
+    from .errors import LeaseLostError
     from .store import StoreOpenError
 
     problems: list[str] = []
     try:
         trio.run(main)
-    except* StoreOpenError as group:
+    except* (StoreOpenError, LeaseLostError) as group:
         problems += [str(exc) for exc in _leaves(group)]
     except* OSError as group:
         problems += [

@@ -30,9 +30,14 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
     ├── ForbiddenError             FORBIDDEN               403
     ├── UnauthenticatedError       UNAUTHENTICATED         401
     ├── StorageError               STORAGE_ERROR           503
+    │   ├── OwnershipLostError     STORAGE_ERROR           503  (another server owns it now)
+    │   └── LeaseLostError         STORAGE_ERROR           503  (this server was taken over)
+    ├── OwnerUnavailableError      OWNER_UNAVAILABLE       503  (its owner did not answer)
+    ├── ForwardedError             (the owner's code)           (an error its owner answered)
     ├── QuarantinedError           QUARANTINED             409  (resume it first)
     ├── ActorGoneError             INTERNAL                500  (mapped before callers see it)
-    │   └── ActorCrashedError      INTERNAL                500  (the command was being handled)
+    │   ├── ActorCrashedError      INTERNAL                500  (the command was being handled)
+    │   └── NotHereError           INTERNAL                500  (it runs on another server)
     ├── MailboxFullError           RESOURCE_EXHAUSTED      429
     └── InternalError              INTERNAL                500
 
@@ -251,6 +256,40 @@ class StorageError(OrbitError):
     code, status = "STORAGE_ERROR", 503
 
 
+class OwnershipLostError(StorageError):
+    """A commit was refused because another server owns the execution now (it took it over
+    when this server's lease expired): nothing of the commit was written, and this server's
+    actor of the execution stops."""
+
+    def __init__(self, execution_id: str) -> None:
+        super().__init__(
+            f"execution `{execution_id}` is owned by another server now (this server's lease "
+            "expired and it was taken over); nothing was written"
+        )
+        self.execution_id = execution_id
+
+
+class LeaseLostError(StorageError):
+    """This server's lease was taken over by another server: it must stop serving."""
+
+
+class OwnerUnavailableError(OrbitError):
+    """A command for an execution owned by another server was forwarded and not answered in
+    time; the message says whether it may have been carried out."""
+
+    code, status = "OWNER_UNAVAILABLE", 503
+
+
+class ForwardedError(OrbitError):
+    """An error the owning server answered to a forwarded command, with the owner's code and
+    status, so the caller sees what it would have seen on the owner."""
+
+    def __init__(self, code: str, status: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
 class QuarantinedError(OrbitError):
     """The execution is quarantined after crashing too often; it takes no command until resumed."""
 
@@ -273,6 +312,15 @@ class ActorCrashedError(ActorGoneError):
 
     def __init__(self, name: str, error: BaseException) -> None:
         super().__init__(name, f"crashed: {error!r}")
+
+
+class NotHereError(ActorGoneError):
+    """The execution runs, but on another server (several servers share the store): the
+    command is forwarded to its owner."""
+
+    def __init__(self, execution_id: str) -> None:
+        super().__init__(f"execution `{execution_id}`", "it runs on another server")
+        self.execution_id = execution_id
 
 
 class MailboxFullError(OrbitError):

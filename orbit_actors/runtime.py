@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import gc
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
 from .actors import commands as cmd
 from .actors.clock import Clock
-from .actors.execution import ExecutionPorts, Passivation
+from .actors.execution import ExecutionPorts, Passivation, execution_of
 from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
@@ -38,12 +39,19 @@ from .observe.commits import CommitObserver, observe_commits
 from .observe.event_log import log_committed
 from .observe.metrics import Metrics, Snapshot
 from .store.base import DefinitionRecord, ExecutionPage, Store
+from .store.cluster import Cluster, ServerRecord, Takeover
 from .store.definitions import DefinitionRegistry
 from .supervisor import Registry, RestartIntensity, Supervisor
+from .supervisor import forwarding as fw
+from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
+from .supervisor.membership import LocalServer, Membership, keep_membership
+from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # the otel extra is optional: the server imports the tracer only when asked
     from .observe.tracing import Tracer
@@ -61,6 +69,7 @@ class RuntimeConfig:
     restart_intensity: RestartIntensity = field(default_factory=RestartIntensity)
     mailbox_capacity: int = 1024
     passivation: Passivation | None = field(default_factory=Passivation)
+    forward_margin_s: float = 10.0  # a forwarded command waits the lease time and this long
 
 
 GC_THRESHOLDS = (100_000, 50, 100)
@@ -97,6 +106,8 @@ class _Parts:
     scheduler: Scheduler
     metrics: Metrics
     load: Loader
+    membership: Membership
+    sharing: TaskSharing | None
 
 
 @asynccontextmanager
@@ -105,17 +116,23 @@ async def open_runtime(
     config: RuntimeConfig | None = None,
     clock: Clock | None = None,
     tracer: Tracer | None = None,
+    cluster: Cluster | None = None,
+    address: str = "",
 ) -> AsyncIterator[Runtime]:
     """Run a runtime on ``store``; it is yielded once the store's wake-up index is loaded:
     every running execution is dormant until a command or its wake-up brings it back, and those
     that had work in flight come back in the background. With ``tracer``, durable batches
-    become OpenTelemetry spans."""
+    become OpenTelemetry spans. With ``cluster`` (a store several servers share), it keeps this
+    server's lease, takes over the executions of servers whose lease expired, and forwards
+    commands for executions owned elsewhere; it raises LeaseLostError (in an ExceptionGroup)
+    out of this context when its lease was taken over. ``address`` is what ``servers()`` shows
+    of this server."""
     config = config or RuntimeConfig()
     clock = clock or Clock()
     definitions = DefinitionRegistry(store)
     await definitions.load()
     async with trio.open_nursery() as nursery:
-        parts = _wire(nursery, store, config, clock, definitions, tracer)
+        parts = _wire(nursery, store, config, clock, definitions, tracer, cluster, address)
         await nursery.start(parts.sessions.serve)
         first = await store.wake_index(due_by_ms=clock.now_ms() + INDEX_HORIZON_MS)
         parts.registry.begin_loading(first)
@@ -123,21 +140,46 @@ async def open_runtime(
         parts.sessions.recovering = True  # before any worker can register
         nursery.start_soon(_recover_busy, parts, [e.execution_id for e in first if e.busy])
         nursery.start_soon(_load_the_rest, parts)
+        runtime = Runtime(parts)
+        if cluster is not None:
+            cluster.watch_schedules(parts.scheduler.reload_soon)
+            if parts.sharing is not None:
+                cluster.watch_ready(parts.sharing.ready)
+                cluster.watch_lost(parts.sharing.lost)
+                await nursery.start(parts.sharing.serve)
+            await nursery.start(serve_inbox, cluster, runtime.carry_out)
+            await nursery.start(keep_membership, cluster, partial(_adopt, nursery, parts))
         await nursery.start(parts.scheduler.run)
         try:
-            yield Runtime(parts)
+            yield runtime
         finally:
             nursery.cancel_scope.cancel()
 
 
+def _adopt(nursery: trio.Nursery, parts: _Parts, taken: Takeover) -> None:
+    """Executions taken over from a dead server: dormant here, those with work in flight
+    brought back in the background (their workers' attempts turn uncertain)."""
+    if taken.servers:
+        parts.scheduler.reload_soon()  # the claims the dead servers held are released
+    if taken.executions:
+        parts.registry.dormant.load(taken.executions)
+        busy = [e.execution_id for e in taken.executions if e.busy]
+        nursery.start_soon(parts.supervisor.recover_busy, busy)
+
+
 def _wire(
     nursery: trio.Nursery, store: Store, config: RuntimeConfig, clock: Clock,
-    definitions: DefinitionRegistry, tracer: Tracer | None,
+    definitions: DefinitionRegistry, tracer: Tracer | None, cluster: Cluster | None,
+    address: str,
 ) -> _Parts:  # fmt: skip
     """Build the components and connect each to the few callables of the others it needs.
     A lambda stands for a component built just after the one that takes it."""
-    instance_id = secrets.token_hex(6)
-    pool = WorkerPool(offer=lambda offer: registry.offer(offer))
+    instance_id = cluster.server_id if cluster is not None else secrets.token_hex(6)
+    pool = WorkerPool(
+        offer=lambda offer: (
+            sharing.offer(offer) if sharing is not None and offer.remote else registry.offer(offer)
+        )
+    )
     registry = Registry(
         nursery, store, pool.settle, config.mailbox_capacity, clock=clock,
         awaken=lambda execution_id, mailbox, history: supervisor.awaken(
@@ -150,14 +192,21 @@ def _wire(
         nursery, lambda token, output, failure: _report_builtin(registry, token, output, failure),
         enabled=config.enable_http_adapter,
     )  # fmt: skip
+    forwarder = Forwarder(cluster, cluster.lease_s + config.forward_margin_s) if cluster else None
+    sharing = None
+    if cluster is not None and forwarder is not None:
+        sharing = pool.sharing = TaskSharing(cluster, forwarder, registry, pool, clock)
     sessions = SessionManager(
         pool,
         SessionPorts(
-            clock, registry.report_result, registry.mark_uncertain, definitions.task_versions,
-            store.upsert_worker, store.touch_worker,
+            clock, sharing.report_result if sharing else registry.report_result,
+            sharing.mark_uncertain if sharing else registry.mark_uncertain,
+            definitions.task_versions, store.upsert_worker, store.touch_worker,
         ),
         config.heartbeat_interval_ms, config.session_timeout_ms,
     )  # fmt: skip
+    if cluster is not None:
+        sessions.server_tag = cluster.server_id
     metrics = Metrics(lambda: _snapshot(parts))
     observers: list[CommitObserver] = [metrics.committed, log_committed]
     if tracer is not None:
@@ -195,9 +244,12 @@ def _wire(
             starter.is_running,
         )
     )  # fmt: skip
+    membership = Membership(
+        cluster, forwarder, LocalServer(instance_id, address, clock.now_ms(), lambda: len(registry))
+    )
     parts = _Parts(
         store, config, clock, instance_id, definitions, registry, supervisor, starter, waiters,
-        pool, sessions, scheduler, metrics, load,
+        pool, sessions, scheduler, metrics, load, membership, sharing,
     )  # fmt: skip
     return parts
 
@@ -271,6 +323,38 @@ class Runtime:
         self.metrics = parts.metrics
         self._starter = parts.starter
         self._load = parts.load
+        self.membership = parts.membership
+        self._forwarder = parts.membership.forwarder
+        self._forwarded: dict[type[Any], Callable[[str, Any], Awaitable[Any]]] = {
+            fw.SignalCommand: lambda i, c: self._signal_here(i, c.name, c.payload),
+            fw.CancelCommand: lambda i, c: self._cancel_here(i, c.reason),
+            fw.ResumeCommand: lambda i, c: self._resume_here(i),
+            fw.ResultCommand: self._result_here,
+            fw.WaitCommand: self._wait_here,
+            fw.OfferCommand: self._offer_here,
+            fw.UncertainCommand: self._uncertain_here,
+        }
+        self._sharing = parts.sharing
+
+    # -- commands for executions owned elsewhere -------------------------------------------
+    async def _routed(
+        self, execution_id: str, local: Callable[[], Awaitable[T]], command: Any, extra: float = 0
+    ) -> T | Any:
+        """Carry out a command here, or forward it to the server that owns the execution (a
+        store shared with other servers); the forwarded answer comes once the owner
+        committed."""
+        forwarder = self._forwarder
+        registry = self.registry
+        if forwarder is None or execution_id in registry or execution_id in registry.quarantined:
+            return await local()
+        owner = await forwarder.owner_elsewhere(execution_id)
+        if owner is None:
+            return await local()
+        return await forwarder.forward(owner, execution_id, command, extra)
+
+    async def carry_out(self, execution_id: str, command: Any) -> Any:
+        """A command another server forwarded: carried out here, answered as JSON data."""
+        return await self._forwarded[type(command)](execution_id, command)
 
     # -- definitions -----------------------------------------------------------------------
     async def register_definition(
@@ -279,12 +363,16 @@ class Runtime:
         """Register a definition (YAML/JSON text or the IR as data); returns (record, created)."""
         return await self.definitions.register(source, self.clock.now_ms())
 
-    def list_definitions(self) -> list[DefinitionRecord]:
-        """Every registered definition."""
+    async def list_definitions(self) -> list[DefinitionRecord]:
+        """Every registered definition (with another server's, on a shared store)."""
+        if self._forwarder is not None:
+            await self.definitions.refresh()
         return self.definitions.records()
 
-    def get_definition(self, name: str, version: str | None = None) -> DefinitionRecord:
+    async def get_definition(self, name: str, version: str | None = None) -> DefinitionRecord:
         """One definition (the latest by semver when no version is given)."""
+        if self._forwarder is not None:
+            await self.definitions.refresh()
         return self.definitions.record(name, version)
 
     # -- executions ------------------------------------------------------------------------
@@ -307,6 +395,11 @@ class Runtime:
 
     async def signal(self, execution_id: str, name: str, payload: Any) -> int:
         """Deliver a signal; returns its seq."""
+        local = partial(self._signal_here, execution_id, name, payload)
+        command = fw.SignalCommand(name=name, payload=payload)
+        return int(await self._routed(execution_id, local, command))
+
+    async def _signal_here(self, execution_id: str, name: str, payload: Any) -> int:
         seq: int = await self.registry.request(
             execution_id, cmd.DeliverSignal(name, payload, reply=Reply())
         )
@@ -316,8 +409,12 @@ class Runtime:
         self, execution_id: str, reason: str = "cancelled by request"
     ) -> ExecutionDetail:
         """Cancel an execution; returns its detail."""
-        await self.registry.request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
+        local = partial(self._cancel_here, execution_id, reason)
+        await self._routed(execution_id, local, fw.CancelCommand(reason=reason))
         return await self.describe(execution_id)
+
+    async def _cancel_here(self, execution_id: str, reason: str) -> None:
+        await self.registry.request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
 
     async def query(self, execution_id: str, name: str) -> Any:
         """Evaluate a query against the current (or final) state."""
@@ -365,19 +462,60 @@ class Runtime:
     async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
         """The summary with the output (or the error) once the execution has finished; raises
         WaitTimeoutError."""
-        return await self.waiters.wait(execution_id, timeout)
+        local = partial(self.waiters.wait, execution_id, timeout)
+        answer = await self._routed(
+            execution_id, local, fw.WaitCommand(timeout=timeout), extra=timeout
+        )
+        return ExecutionResult.model_validate(answer)
+
+    async def _wait_here(self, execution_id: str, command: fw.WaitCommand) -> Any:
+        result = await self.waiters.wait(execution_id, command.timeout)
+        return result.model_dump(mode="json")
 
     async def resume(self, execution_id: str) -> ExecutionDetail:
         """Respawn a quarantined execution from its history."""
+        local = partial(self._resume_here, execution_id)
+        await self._routed(execution_id, local, fw.ResumeCommand())
+        return await self.describe(execution_id)
+
+    async def _resume_here(self, execution_id: str) -> None:
         await self.registry.row(execution_id)
         await self.supervisor.resume(execution_id)
-        return await self.describe(execution_id)
 
     async def report_result(
         self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None
     ) -> Verdict:
-        """A worker's result for ``token`` sent over HTTP (the same path as the WebSocket's)."""
-        return await self.registry.report_result(token, worker_id, output, failure)
+        """A worker's result for ``token`` sent over HTTP (the same path as the WebSocket's;
+        forwarded when the token's execution is owned by another server)."""
+        local = partial(self.registry.report_result, token, worker_id, output, failure)
+        execution_id = execution_of(token)
+        if execution_id is None:
+            return await local()
+        command = fw.ResultCommand(token=token, worker_id=worker_id, output=output, failure=failure)
+        answer = await self._routed(execution_id, local, command)
+        if isinstance(answer, Verdict):
+            return answer
+        self.pool.settle(token)  # a task of the shared queue held a slot of a session here
+        return Verdict(**answer)
+
+    async def _result_here(self, execution_id: str, c: fw.ResultCommand) -> Any:
+        verdict = await self.registry.report_result(c.token, c.worker_id, c.output, c.failure)
+        if self._sharing is not None:
+            self._sharing.answered(c.token)
+        return {"token": verdict.token, "accepted": verdict.accepted, "reason": verdict.reason}
+
+    async def _offer_here(self, execution_id: str, c: fw.OfferCommand) -> Any:
+        assert self._sharing is not None  # only servers sharing a store get offers
+        return await self._sharing.dispatch_here(execution_id, c)
+
+    async def _uncertain_here(self, execution_id: str, c: fw.UncertainCommand) -> None:
+        self.registry.mark_uncertain(c.token, c.reason)
+        if self._sharing is not None:
+            self._sharing.answered(c.token)
+
+    async def servers(self) -> list[ServerRecord]:
+        """The servers sharing this store, each with how many running executions it owns."""
+        return await self.membership.servers(self.clock.now_ms())
 
     # -- schedules -------------------------------------------------------------------------
     async def create_schedule(

@@ -126,3 +126,16 @@ class ShowSchedules(Command):
     """Replies with the views of one schedule (``schedule_id``) or of all, by id."""
 
     schedule_id: str | None = None
+
+
+@dataclass(eq=False)
+class ReloadSchedules(Command):
+    """Read every schedule from the store again (another server sharing it changed one, or
+    this one took over a dead server's work)."""
+
+
+@dataclass(eq=False)
+class RemoteOffer(OfferDispatch):
+    """A server sharing the store claimed unit ``key`` for one of its sessions: the actor
+    commits ``StepDispatched`` naming that session and replies with the task for that server to
+    push (None when the offer is stale)."""

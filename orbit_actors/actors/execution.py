@@ -30,7 +30,7 @@ from ..decide.invocation import (
 )
 from ..decide.query import evaluate_query
 from ..decide.rest import rest_of
-from ..errors import OrbitError, StorageError
+from ..errors import OrbitError, OwnershipLostError, StorageError
 from ..history.apply import apply, replay
 from ..history.events import Event, StepDispatched
 from ..history.state import ExecutionState
@@ -227,6 +227,8 @@ class ExecutionActor:
         handler = _HANDLERS[type(command)]  # a command no handler knows is a bug: crash
         try:
             value = await handler(self, command)
+        except OwnershipLostError:
+            raise  # another server owns the execution now: this actor stops (supervisor)
         except OrbitError as exc:
             if command.reply is None:
                 raise
@@ -278,6 +280,22 @@ class ExecutionActor:
         dispatched = events[0]
         if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
             pool.push(self._task(found, dispatched.token, dispatched.deadline_ms), self._now())
+
+    async def _on_remote_offer(self, c: cmd.RemoteOffer) -> Task | None:
+        """A unit claimed by another server for its worker: dispatched to that worker's session
+        here, the task returned for that server to push."""
+        events = pure.dispatch(
+            self.state, self.definition, c.key, attempt=c.attempt, token=c.token,
+            worker_id=c.worker_id, session=c.session_id, now=self._now(),
+        )  # fmt: skip
+        if events is None:
+            return None
+        await self._advance(events)
+        found = invocation(self.state, self.definition, c.key)
+        dispatched = events[0]
+        if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
+            return self._task(found, dispatched.token, dispatched.deadline_ms)
+        return None
 
     async def _on_uncertain(self, c: cmd.MarkUncertain) -> None:
         await self._advance(pure.attempt_uncertain(self.state, c.token, c.reason, self._now()))
@@ -374,6 +392,8 @@ class ExecutionActor:
         began = trio.current_time()
         try:
             await self.ports.store.commit(commit)
+        except OwnershipLostError:
+            raise  # nothing was written, and nothing here is the owner's any more
         except StorageError:
             if not commit.create:  # a new execution has no durable history to go back to
                 await self._reload()
@@ -514,6 +534,7 @@ _HANDLERS: dict[type[Command], Callable[[ExecutionActor, Any], Awaitable[Any]]] 
     cmd.RequestCancel: ExecutionActor._on_cancel,
     cmd.ReportResult: ExecutionActor._on_result,
     cmd.OfferDispatch: ExecutionActor._on_offer,
+    cmd.RemoteOffer: ExecutionActor._on_remote_offer,
     cmd.MarkUncertain: ExecutionActor._on_uncertain,
     cmd.ChildEnded: ExecutionActor._on_child_ended,
     cmd.ChildNotStarted: ExecutionActor._on_child_not_started,

@@ -34,13 +34,32 @@ Send = Callable[[wire.ServerMessage], None]
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """A unit matched to a session: its execution actor gets it as ``OfferDispatch``."""
+    """A unit matched to a session: its execution actor gets it as ``OfferDispatch`` (as a
+    ``RemoteOffer`` through the owner's inbox for a ``remote`` unit, one claimed from the queue
+    several servers share)."""
 
     execution_id: str
     key: str
     attempt: int
     session_id: str
     worker_id: str
+    remote: bool = False
+
+
+class Sharing(Protocol):
+    """How the pool takes part in a task queue shared by several servers (none by default)."""
+
+    def spilled(self, execution_id: str, unit: TaskInvocation) -> None:
+        """A unit of this server's waits with no session free here: others may claim it."""
+        ...
+
+    def handed(self, execution_id: str, key: str, attempt: int) -> None:
+        """A unit that had to wait (see :meth:`spilled`) was handed to a session here."""
+        ...
+
+    def hungry(self) -> None:
+        """A session here has room and nothing queued here to serve: look for shared work."""
+        ...
 
 
 @dataclass(eq=False, slots=True)
@@ -61,6 +80,8 @@ class _Ready:
     execution_id: str
     key: str
     attempt: int
+    remote: bool = False  # claimed from the shared queue: another server owns the execution
+    spilled: bool = False  # this server's unit, published to the shared queue while it waits
 
 
 @dataclass(eq=False)
@@ -125,8 +146,11 @@ class WorkerPool:
     unit's execution actor and returns the token it reserved under (None when the actor is
     gone)."""
 
-    def __init__(self, offer: Callable[[Offer], str | None]) -> None:
+    def __init__(
+        self, offer: Callable[[Offer], str | None], sharing: Sharing | None = None
+    ) -> None:
         self._offer = offer
+        self.sharing = sharing
         self._queues: dict[QueueKey, deque[_Ready]] = {}
         self._servers: dict[QueueKey, dict[str, None]] = {}  # sessions taking work, per queue
         self._members: dict[str, _Member] = {}
@@ -143,6 +167,29 @@ class WorkerPool:
                 self._hand(ready, session_id)
                 return
         self._queues.setdefault(key, deque()).append(ready)
+        if self.sharing is not None:
+            ready.spilled = True
+            self.sharing.spilled(execution_id, unit)
+
+    def enqueue_remote(self, execution_id: str, key: str, attempt: int, queue: QueueKey) -> None:
+        """A unit claimed from the shared queue for a session here (another server owns it)."""
+        ready = _Ready(next(self._order), execution_id, key, attempt, remote=True)
+        for session_id in self._servers.get(queue, ()):
+            if self._members[session_id].free > 0:
+                self._hand(ready, session_id)
+                return
+        self._queues.setdefault(queue, deque()).append(ready)
+
+    def hunger(self) -> dict[QueueKey, int]:
+        """Free slots per queue of sessions that have nothing queued here to serve."""
+        wanted: dict[QueueKey, int] = {}
+        for key, sessions in self._servers.items():
+            if self._queues.get(key):
+                continue
+            free = sum(self._members[session_id].free for session_id in sessions)
+            if free > 0:
+                wanted[key] = free
+        return wanted
 
     def claim(self, unit: TaskInvocation, token: str, now_ms: int = 0) -> tuple[str, str] | None:
         """Reserve a slot for ``unit`` under ``token`` if a session can take it now and no older
@@ -307,6 +354,8 @@ class WorkerPool:
                 if queue and (best is None or queue[0].order < best[0].order):
                     best = queue
             if best is None:
+                if self.sharing is not None:
+                    self.sharing.hungry()
                 return
             self._hand(best.popleft(), session_id)
             member = self._members.get(session_id)
@@ -314,7 +363,12 @@ class WorkerPool:
     # -- inside -----------------------------------------------------------------------------
     def _hand(self, ready: _Ready, session_id: str) -> None:
         member = self._members[session_id]
-        offer = Offer(ready.execution_id, ready.key, ready.attempt, session_id, member.worker_id)
+        offer = Offer(
+            ready.execution_id, ready.key, ready.attempt, session_id, member.worker_id,
+            ready.remote,
+        )  # fmt: skip
+        if ready.spilled and self.sharing is not None:
+            self.sharing.handed(ready.execution_id, ready.key, ready.attempt)
         token = self._offer(offer)
         if token is not None:
             self._reserve(member, session_id, token, 0)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -213,6 +214,15 @@ class Scheduler:
     async def _on_trigger(self, c: cmd.TriggerSchedule) -> str:
         return await self._fire(self._entry(c.schedule_id), self._clock.now_ms() // 1000 * 1000)
 
+    async def _on_reload(self, c: cmd.ReloadSchedules) -> None:
+        await self._load()
+
+    def reload_soon(self) -> None:
+        """Have the actor read every schedule again (a store shared with other servers said
+        they changed); a full mailbox already holds work that will see the change later."""
+        with suppress(OrbitError):
+            self.mailbox.send_nowait(cmd.ReloadSchedules())
+
     async def _on_show(self, c: cmd.ShowSchedules) -> list[Schedule]:
         if c.schedule_id is not None:
             return [await self._show(self._entry(c.schedule_id))]
@@ -319,6 +329,7 @@ _HANDLERS: dict[type[Command], Callable[[Scheduler, Any], Awaitable[Any]]] = {
     cmd.PauseSchedule: Scheduler._on_pause,
     cmd.TriggerSchedule: Scheduler._on_trigger,
     cmd.ShowSchedules: Scheduler._on_show,
+    cmd.ReloadSchedules: Scheduler._on_reload,
 }
 """One handler per command (a table, as the execution actor's)."""
 

@@ -83,6 +83,7 @@ class SessionManager:
         self._pending_uncertain: dict[str, tuple[float, str]] = {}  # token -> (due, reason)
         self._next_wake = 0.0  # when the liveness timer looks next
         self.recovering = False  # after a restart, while executions with tokens come back
+        self.server_tag = ""  # shared mode: this server's id, which names its sessions
 
     def connect(
         self, send: Send, close: Close | None = None, bound_worker_id: str | None = None
@@ -96,13 +97,28 @@ class SessionManager:
     def adopt(
         self, session_id: str, worker_id: str, task: wire.Task, dispatched_at_ms: int
     ) -> None:
-        """After a restart: a task held by a session that may come back within the timeout."""
+        """After a restart: a task held by a session that may come back within the timeout.
+        After a takeover (shared mode), a session another server named cannot come back here:
+        its worker was connected to the server that stopped, so the attempt is uncertain now."""
+        if self.server_tag and session_id not in self.sessions and not self._ours(session_id):
+            reason = f"worker `{worker_id}` was connected to a server that stopped"
+            self._pending_uncertain[task.token] = (trio.current_time(), reason)
+            self._poke()
+            return
         if session_id not in self.sessions:
             session = WorkerSession(session_id, worker_id, "", "", [], orphan=True)
             session.expires_at = trio.current_time() + self.timeout_ms / 1000
             self.sessions[session_id] = session
             self._poke()
         self.pool.adopt(session_id, worker_id, task, dispatched_at_ms)
+
+    def new_session_id(self) -> str:
+        """A fresh session id (naming this server in shared mode)."""
+        tag = f"{self.server_tag}-" if self.server_tag else ""
+        return f"s-{tag}{secrets.token_hex(8)}"
+
+    def _ours(self, session_id: str) -> bool:
+        return session_id.startswith(f"s-{self.server_tag}-")
 
     # -- liveness -------------------------------------------------------------------------
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -339,9 +355,8 @@ class Connection:
                 f"session {wanted} cannot be resumed ({why}); a new session was started"
             )
         session = WorkerSession(
-            f"s-{secrets.token_hex(8)}", message.worker_id, message.runtime, message.sdk,
-            contracts,
-        )  # fmt: skip
+            manager.new_session_id(), message.worker_id, message.runtime, message.sdk, contracts
+        )
         manager.sessions[session.id] = session
         return session, False, warnings
 

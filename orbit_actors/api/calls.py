@@ -230,6 +230,11 @@ def workers() -> Call[list[m.Worker]]:
     return Call("GET", "/v1/workers", lambda raw: m.WorkerList.model_validate_json(raw).workers)
 
 
+def servers() -> Call[list[m.Server]]:
+    """The servers sharing the store (one on SQLite), each with the executions it owns."""
+    return Call("GET", "/v1/servers", lambda raw: m.ServerList.model_validate_json(raw).servers)
+
+
 def complete_task(token: str, output: Any = None) -> Call[m.TaskAck]:
     """Complete a task over HTTP (the fallback for workers without a WebSocket): the ack."""
     path = f"/v1/tasks/{_segment(token)}/complete"

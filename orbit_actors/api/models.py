@@ -206,6 +206,27 @@ class WorkerList(BaseModel):
     workers: list[Worker]
 
 
+class Server(BaseModel):
+    """A server sharing the store: where it listens, when it started, its latest lease renewal
+    (``last_seen_ms``) and expiry, and how many running executions it owns."""
+
+    server_id: str
+    address: str
+    host: str
+    pid: int
+    started_at_ms: int
+    last_seen_ms: int
+    lease_until_ms: int
+    online: bool
+    executions: int
+
+
+class ServerList(BaseModel):
+    """``{"servers": […]}``."""
+
+    servers: list[Server]
+
+
 class ScheduleCreated(Schedule):
     """The answer to ``POST /v1/schedules``."""
 

@@ -9,6 +9,7 @@ validated body and query) and return ``(status, body)``. Errors are raised as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -100,13 +101,13 @@ async def register_definition(call: Call) -> Answer:
 
 async def list_definitions(call: Call) -> Answer:
     """Every registered definition."""
-    records = call.runtime.list_definitions()
+    records = await call.runtime.list_definitions()
     return 200, {"definitions": [definition_body(r) for r in records]}
 
 
 async def get_definition(call: Call) -> Answer:
     """The latest version of a workflow, or one version, with its IR."""
-    record = call.runtime.get_definition(call.params["name"], call.params.get("version"))
+    record = await call.runtime.get_definition(call.params["name"], call.params.get("version"))
     return 200, definition_body(record, with_ir=True)
 
 
@@ -251,6 +252,12 @@ async def list_workers(call: Call) -> Answer:
     return 200, {"workers": [body_of(worker) for worker in await call.runtime.workers()]}
 
 
+async def list_servers(call: Call) -> Answer:
+    """The servers sharing the store."""
+    servers = await call.runtime.servers()
+    return 200, {"servers": [dataclasses.asdict(server) for server in servers]}
+
+
 def ack_body(ack: Verdict) -> dict[str, Any]:
     """The ``ack`` message's body."""
     body: dict[str, Any] = {"type": "ack", "token": ack.token, "accepted": ack.accepted}
@@ -324,6 +331,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {202: m.Triggered}, errors=(404, 409, 429), tags=("schedules",)),
     Endpoint("GET", "/v1/workers", list_workers, "Every worker ever registered",
              {200: m.WorkerList}, tags=("workers",)),
+    Endpoint("GET", "/v1/servers", list_servers, "The servers sharing the store",
+             {200: m.ServerList}, tags=("servers",)),
     Endpoint("POST", "/v1/tasks/{token}/complete", complete_task, "Complete a task over HTTP",
              {200: m.TaskAck}, body=m.CompleteTask, errors=(400, 403, 413), tags=("workers",)),
     Endpoint("POST", "/v1/tasks/{token}/fail", fail_task, "Fail a task over HTTP",

@@ -30,6 +30,7 @@ from ..actors.clock import STEP_MS, Clock
 from ..errors import InvalidRequestError
 from ..runtime import RuntimeConfig, open_runtime, tune_gc
 from ..store.base import Store
+from ..store.cluster import Cluster
 from ..store.sqlite import open_sqlite_store
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class ServerOptions:
     otlp_endpoint: str | None = None  # traces go to this OTLP/HTTP collector
     max_connections: int = 1000  # served at once; beyond it a new connection is closed at once
     server: ServerKind = "orbit"  # or "hypercorn": the same application through ASGI
+    lease_time: float = 10.0  # seconds; shared mode (database_url) only
 
     @property
     def database(self) -> str:
@@ -99,7 +101,12 @@ async def serve(
         trio.open_nursery() as connections,
     ):
         urls = await front.start(connections)
-        async with open_runtime(store, options.runtime, tracer=tracer) as runtime:
+        async with (
+            open_membership(options, store, urls[0]) as cluster,
+            open_runtime(
+                store, options.runtime, tracer=tracer, cluster=cluster, address=urls[0]
+            ) as runtime,
+        ):
             tune_gc()
             state.runtime = runtime
             log.info("ready on %s (database %s)", ", ".join(urls), options.database)
@@ -123,6 +130,19 @@ def open_store(options: ServerOptions) -> AbstractAsyncContextManager[Store]:
 
         return open_postgres_store(options.database_url)
     return open_sqlite_store(options.db, synchronous=options.synchronous)
+
+
+def open_membership(
+    options: ServerOptions, store: Store, address: str
+) -> AbstractAsyncContextManager[Cluster | None]:
+    """On PostgreSQL, join the servers sharing the database (a lease of ``lease_time``);
+    on SQLite there is no other server: None."""
+    if options.database_url is None:
+        return contextlib.nullcontext(None)
+    from ..store.postgres import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    return store.join(address, options.lease_time)
 
 
 @asynccontextmanager

@@ -30,6 +30,16 @@ class DefinitionRegistry:
         for record in await self._store.definitions():
             self._add(record, compile_ir(json.loads(record.ir)))
 
+    async def refresh(self) -> int:
+        """Add the definitions another server sharing the store registered since (a miss
+        calls this before it is answered); returns how many were new."""
+        added = 0
+        for record in await self._store.definitions():
+            if (record.name, record.version) not in self._records:
+                self._add(record, compile_ir(json.loads(record.ir)))
+                added += 1
+        return added
+
     def _add(self, record: DefinitionRecord, compiled: CompiledDefinition) -> None:
         self._by_hash[record.definition_hash] = compiled
         self._records[(record.name, record.version)] = record

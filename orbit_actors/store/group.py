@@ -16,7 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import trio
 
-from ..errors import StorageError
+from ..errors import OwnershipLostError, StorageError
 from ..history.events import events_to_json
 from .base import AlreadyStored, Commit, StoreStatistics
 
@@ -35,11 +35,13 @@ class RetryBatch(Exception):
 class CommitWork:
     """One commit with its events already serialized as one JSON array (serialized by the
     caller, off the writer's thread); ``refused`` is set by the batcher when a ``create`` commit
-    found its id taken (nothing of it is written)."""
+    found its id taken, ``fenced`` when another server owns the execution now (nothing of either
+    is written)."""
 
     commit: Commit
     events_json: str
     refused: bool = False
+    fenced: bool = False
 
 
 class Batcher(Protocol[C_contra]):
@@ -162,11 +164,13 @@ class GroupWriter(Generic[C]):
 
     async def commit(self, commit: Commit) -> None:
         """Hand ``commit`` to the batcher; returns once durable. Raises AlreadyStored for a
-        ``create`` commit whose id is taken."""
+        ``create`` commit whose id is taken, OwnershipLostError for a commit fenced off."""
         work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
         await self.submit(work, weight=len(commit.events))
         if work.refused:
             raise AlreadyStored(commit.row.execution_id)
+        if work.fenced:
+            raise OwnershipLostError(commit.row.execution_id)
 
     def _run(self) -> None:
         try:

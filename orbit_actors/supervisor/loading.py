@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ExecutionNotFoundError, OrbitError
 from ..history.apply import replay
-from ..history.events import Event
+from ..history.events import Event, WorkflowCreated
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..store.base import Store
@@ -20,7 +20,19 @@ class Loader:
 
     async def __call__(self, execution_id: str) -> tuple[ExecutionState, CompiledDefinition]:
         """The state the history describes and its definition; raises ExecutionNotFoundError."""
-        return self.from_history(execution_id, await self._store.history(execution_id))
+        return await self.with_history(execution_id, await self._store.history(execution_id))
+
+    async def with_history(
+        self, execution_id: str, history: list[Event]
+    ) -> tuple[ExecutionState, CompiledDefinition]:
+        """Like :meth:`from_history`, reading definitions registered since (by another server
+        sharing the store) when the one it needs is not known here."""
+        first = history[0] if history else None
+        if isinstance(first, WorkflowCreated) and not self._definitions.by_hash(
+            first.definition_hash
+        ):
+            await self._definitions.refresh()
+        return self.from_history(execution_id, history)
 
     def from_history(
         self, execution_id: str, history: list[Event]

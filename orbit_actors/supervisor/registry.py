@@ -34,6 +34,7 @@ from ..errors import (
     ExecutionFinishedError,
     ExecutionNotFoundError,
     MailboxFullError,
+    NotHereError,
     OrbitError,
     QuarantinedError,
 )
@@ -207,7 +208,7 @@ class Registry:
 
     async def request(self, execution_id: str, command: Command) -> Any:
         """Send a request and wait for its answer. Raises QuarantinedError, the answer's error,
-        ExecutionNotFoundError, ExecutionFinishedError, or ActorGoneError for an execution
+        ExecutionNotFoundError, ExecutionFinishedError, or NotHereError for an execution
         that runs but not here."""
         if execution_id in self.quarantined:
             raise QuarantinedError(f"execution `{execution_id}` is quarantined; resume it first")
@@ -224,7 +225,7 @@ class Registry:
         row = await self.row(execution_id)
         if row.status != "running":
             raise ExecutionFinishedError(row.status)
-        raise ActorGoneError(f"execution `{execution_id}`", "not running here")
+        raise NotHereError(execution_id)
 
     async def ask(self, execution_id: str, command: Command) -> tuple[bool, Any]:
         """A read-only request answered by the live actor: ``(True, answer)``, or ``(False,

@@ -25,6 +25,7 @@ from ..errors import (
     InvalidInputError,
     OrbitError,
     ResourceExhaustedError,
+    WorkflowNotFoundError,
 )
 from ..history.apply import replay
 from ..history.events import EffectiveLimits, ParentRef
@@ -75,7 +76,7 @@ class Starter:
     ) -> tuple[str, bool]:
         """Start an execution; returns (execution_id, created). An existing id of the same
         definition answers created=False."""
-        definition = self._definitions.resolve(workflow, version)
+        definition = await self._resolve(workflow, version)
         execution_id = execution_id or str(uuid.uuid4())
         pure.check_execution_id(execution_id)
         while (busy := self._starting.get(execution_id)) is not None:
@@ -86,6 +87,15 @@ class Starter:
         finally:
             del self._starting[execution_id]
             done.set()
+
+    async def _resolve(self, workflow: str, version: str | None) -> CompiledDefinition:
+        """The definition to start; one not known here is looked for in the store (another
+        server sharing it may have registered it) before it is refused."""
+        try:
+            return self._definitions.resolve(workflow, version)
+        except WorkflowNotFoundError:
+            await self._definitions.refresh()  # another start's refresh may be the one to add it
+            return self._definitions.resolve(workflow, version)
 
     async def _start_once(
         self, definition: CompiledDefinition, execution_id: str, input: Any,

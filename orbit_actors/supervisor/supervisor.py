@@ -20,7 +20,14 @@ from typing import Protocol
 import trio
 
 from ..actors.execution import ExecutionActor, ExecutionPorts
-from ..errors import ActorCrashedError, NotQuarantinedError, OrbitError, QuarantinedError
+from ..errors import (
+    ActorCrashedError,
+    NotHereError,
+    NotQuarantinedError,
+    OrbitError,
+    OwnershipLostError,
+    QuarantinedError,
+)
 from ..history.events import Event
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
@@ -40,6 +47,10 @@ class Loader(Protocol):
 
     def from_history(self, execution_id: str, history: list[Event]) -> Loaded:
         """The state ``history`` describes and its definition."""
+        ...
+
+    async def with_history(self, execution_id: str, history: list[Event]) -> Loaded:
+        """Like ``from_history``, refreshing the definitions first when it needs one not known."""
         ...
 
 
@@ -147,7 +158,7 @@ class Supervisor:
             if history is None:
                 state, definition = await self._load(execution_id)
             else:
-                state, definition = self._load.from_history(execution_id, history)
+                state, definition = await self._load.with_history(execution_id, history)
         except OrbitError as exc:  # its history is gone, or names a definition not stored
             log.error("execution %s cannot be brought back: %s", execution_id, exc)
             self.registry.remove(execution_id, mailbox)
@@ -188,6 +199,10 @@ class Supervisor:
                     await actor.serve()
                 else:
                     await actor.run(created, task_status=status)
+            except OwnershipLostError as exc:
+                self._lost(execution_id, mailbox, actor, exc)
+                status.fail(exc) if created is not None and not actor.started else status.started()
+                return
             except Exception as exc:
                 if created is not None and not actor.started:
                     status.fail(exc)  # nothing is stored: there is nothing to respawn
@@ -227,6 +242,20 @@ class Supervisor:
         log.error("execution %s quarantined after repeated crashes: %s", execution_id, message)
         self.registry.remove(execution_id, mailbox)
         mailbox.close("quarantined", QuarantinedError(_quarantined_message(execution_id, message)))
+
+    def _lost(
+        self, execution_id: str, mailbox: Mailbox[Command], actor: ExecutionActor,
+        exc: OwnershipLostError,
+    ) -> None:  # fmt: skip
+        """Another server took the execution over (this one's lease expired): its commit was
+        refused, and the actor stops without a respawn; commands waiting for it are told it
+        runs elsewhere, so a forwarded one is sent on to the new owner."""
+        log.warning("execution %s: %s", execution_id, exc)
+        moved = NotHereError(execution_id)
+        if actor.current is not None and actor.current.reply is not None:
+            actor.current.reply.fail(moved)
+        self.registry.remove(execution_id, mailbox)
+        mailbox.close("owned by another server", moved)
 
     def _gone(self, execution_id: str, mailbox: Mailbox[Command]) -> None:
         self.registry.remove(execution_id, mailbox)

@@ -44,11 +44,12 @@ class WorkerRefused(Exception):
 
 
 def default_url() -> str:
-    """``ORBIT_WORKER_URL``, else ``ORBIT_URL`` with its scheme turned to ws(s), else local."""
+    """``ORBIT_WORKER_URL``, else ``ORBIT_URL`` with its scheme turned to ws(s), else local.
+    Either may list several servers sharing one store, separated by commas."""
     if url := os.environ.get("ORBIT_WORKER_URL"):
         return url
     if url := os.environ.get("ORBIT_URL"):
-        return "ws" + url[4:] if url.startswith("http") else url
+        return ",".join("ws" + u[4:] if u.startswith("http") else u for u in url.split(","))
     return DEFAULT_WORKER_URL
 
 
@@ -80,7 +81,10 @@ class Worker:
         ssl_context: ssl.SSLContext | None = None,
         drain_grace: float = 30.0,
     ) -> None:
-        self.url = (url or default_url()).rstrip("/")
+        # several URLs (comma-separated): servers sharing one store, tried in turn on each
+        # reconnection, so a worker whose server stopped goes on with another
+        self.urls = [u.strip().rstrip("/") for u in (url or default_url()).split(",") if u.strip()]
+        self.url = self.urls[0]
         self.worker_id = worker_id or os.environ.get("ORBIT_WORKER_ID") or _default_worker_id()
         self.concurrency = concurrency
         self.token = token if token is not None else os.environ.get("ORBIT_WORKER_TOKEN")
@@ -145,6 +149,7 @@ class Worker:
                     raise refused.exceptions[0] from None
                 except* CONNECTION_LOST as lost:
                     log.warning("connection to %s lost: %s", self.url, why_lost(lost.exceptions[0]))
+                    self._next_url()
                 finally:
                     if self._ws is not None:
                         status = trio.TASK_STATUS_IGNORED
@@ -154,6 +159,10 @@ class Worker:
                     tasks.cancel_scope.cancel()
                     return
                 await trio.sleep(backoff.next())
+
+    def _next_url(self) -> None:
+        """The next server to try (the same one when only one is known)."""
+        self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
 
     async def drain(self) -> None:
         """Take no new tasks, let running ones finish (up to ``drain_grace``), unregister."""

@@ -47,7 +47,7 @@ PAGES = {
     "schedules": ("#/schedules", ".card"),
     "definitions": ("#/definitions", "tbody tr"),
     "definition": ("#/definitions/approval/1.0.0", "pre.yaml"),
-    "servers": ("#/servers", "dl"),
+    "servers": ("#/servers", "tbody tr"),
 }
 
 

@@ -116,3 +116,10 @@ def test_a_sigkilled_servers_lock_is_gone_with_it(tmp_path: Path) -> None:
         assert server.client().ready()
     finally:
         server.stop()
+
+
+def test_orbit_servers_lists_the_one_server_of_a_sqlite_file(server: ServerProcess) -> None:
+    shown = orbit(server, "servers")
+    assert shown.returncode == 0 and server.url in shown.stdout and "online" in shown.stdout
+    listed = json.loads(orbit(server, "servers", "--json").stdout)["servers"]
+    assert len(listed) == 1 and listed[0]["address"] == server.url and listed[0]["online"]

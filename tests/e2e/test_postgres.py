@@ -25,7 +25,7 @@ _numbers = itertools.count()
 def on_postgres(tmp_path: Path, postgres: PostgresServer) -> Iterator[ServerProcess]:
     """A server (not started) on a new PostgreSQL database; stopped afterwards."""
     url = postgres.create_database(f"e2e_{next(_numbers)}")
-    server = ServerProcess(tmp_path, "--database-url", url)
+    server = ServerProcess(tmp_path, "--database-url", url, "--lease-time", "2s")
     yield server
     server.stop()
 

@@ -46,9 +46,10 @@ export function badge(status) {
   return h("span", { class: `badge status-${status}` }, status);
 }
 
-/** A table from column headers and rows of cells. */
+/** A table from column headers and rows of cells; a wide one scrolls sideways in its own box
+ * (focusable, so the keyboard can scroll it too). */
 export function table(caption, headers, rows) {
-  return h("div", { class: "table-wrap" },
+  return h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": caption },
     h("table", {},
       caption ? h("caption", {}, caption) : null,
       h("thead", {}, h("tr", {}, headers.map((name) => h("th", { scope: "col" }, name)))),

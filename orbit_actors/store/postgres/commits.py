@@ -12,6 +12,13 @@ Nothing is remembered between batches: the positions are read (``FOR UPDATE``) i
 own transaction, so another process writing the same database cannot make them stale. A new
 execution another process created between that read and the upsert (its row was not there to
 lock) is seen by the upsert, and the batch is run again.
+
+**Fencing** (shared mode, once the server joined: :attr:`CommitBatcher.owner` is set): the same
+locked read returns each execution's ``owner_epoch``; a commit for an execution another server
+owns now (it took it over when this server's lease expired) is refused — nothing of it is
+written, the rest of the batch goes on — and its caller gets
+:class:`~orbit_actors.errors.OwnershipLostError`. A new execution is owned by the server that
+creates it.
 """
 
 from __future__ import annotations
@@ -26,13 +33,14 @@ from .schema import Conn
 
 ROW_COLUMNS = ", ".join(field.name for field in fields(ExecutionRow))
 _TYPES = ("text", "text", "text", "text", "text", "int", "bigint", "bigint", "text", "text",
-          "int", "bigint", "bool")  # fmt: skip  # the types of ROW_COLUMNS, in order
+          "int", "bigint", "bool", "text", "bigint")  # fmt: skip  # ROW_COLUMNS', owner's
 _POSITIONS = (
-    "SELECT execution_id, run, last_seq FROM executions WHERE execution_id = ANY(%b) "
+    "SELECT execution_id, run, last_seq, owner_epoch FROM executions "
+    "WHERE execution_id = ANY(%b) "
     "ORDER BY execution_id FOR UPDATE"  # one lock order for every process: no deadlock
 )
 _UPSERT_EXECUTIONS = (
-    f"INSERT INTO executions ({ROW_COLUMNS}) SELECT * FROM unnest("
+    f"INSERT INTO executions ({ROW_COLUMNS}, owner, owner_epoch) SELECT * FROM unnest("
     + ", ".join(f"%b::{kind}[]" for kind in _TYPES)
     + ") ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, "
     "run = excluded.run, closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
@@ -50,10 +58,18 @@ _ARCHIVE_RUNS = (
 
 
 class Position(NamedTuple):
-    """Where an execution's history ends: its run and last seq."""
+    """Where an execution's history ends: its run and last seq (and who owns it)."""
 
     run: int
     last_seq: int
+    owner_epoch: int | None = None
+
+
+class Owner(NamedTuple):
+    """The server a batcher writes for: its id and its epoch (the fencing token)."""
+
+    server_id: str
+    epoch: int
 
 
 @dataclass
@@ -70,6 +86,9 @@ class _Staged:
 class CommitBatcher:
     """Runs every :class:`CommitWork` of a batch together (see the module docstring)."""
 
+    def __init__(self) -> None:
+        self.owner: Owner | None = None  # set when the server joins: commits are fenced
+
     def accepts(self, work: object) -> bool:
         """True for :class:`CommitWork`."""
         return isinstance(work, CommitWork)
@@ -79,9 +98,9 @@ class CommitBatcher:
         one of its new executions meanwhile."""
         ids = sorted({w.commit.row.execution_id for w in works})
         found = conn.execute(_POSITIONS, (ids,)).fetchall()
-        staged = _Staged({i: Position(r, s) for i, r, s in found}, set(), {}, [], [])
+        staged = _Staged({i: Position(r, s, o) for i, r, s, o in found}, set(), {}, [], [])
         for work in works:
-            _stage(staged, work)
+            _stage(staged, work, self.owner)
         if not staged.summaries:
             return  # every commit of the batch was a refused create
         _send(conn, _ARCHIVE_RUNS, staged.archived)
@@ -94,15 +113,18 @@ class CommitBatcher:
         """Nothing is cached between batches."""
 
 
-def _stage(staged: _Staged, work: CommitWork) -> None:
-    """Check one commit against where its execution stands (as this batch left it) and stage
-    its rows."""
+def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
+    """Check one commit against where its execution stands (as this batch left it) and who
+    owns it, and stage its rows."""
     commit, row = work.commit, work.commit.row
     current = staged.positions.get(row.execution_id)
     work.refused = commit.create and current is not None
     if work.refused:
         return
-    check_commit(current, commit)
+    if owner is not None and current is not None and current.owner_epoch != owner.epoch:
+        work.fenced = True
+        return
+    check_commit(None if current is None else (current.run, current.last_seq), commit)
     if current is None:
         staged.new.add(row.execution_id)
     elif commit.rollover:
@@ -117,9 +139,11 @@ def _stage(staged: _Staged, work: CommitWork) -> None:
     staged.summaries[row.execution_id] = (
         row.execution_id, row.workflow, row.version, row.definition_hash, row.status, row.run,
         row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id, last_seq,
-        row.wake_at_ms, row.busy,
+        row.wake_at_ms, row.busy, *(owner or (None, None)),
     )  # fmt: skip
-    staged.positions[row.execution_id] = Position(row.run, last_seq)
+    staged.positions[row.execution_id] = Position(
+        row.run, last_seq, owner.epoch if owner is not None else None
+    )
 
 
 def _columns(statement: str, rows: list[tuple[Any, ...]]) -> tuple[str, list[list[Any]]]:

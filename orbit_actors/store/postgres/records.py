@@ -6,7 +6,7 @@ one occurrence get one winner."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from ..base import (
     KEPT_CLAIMS,
@@ -72,6 +72,17 @@ def put_schedule(conn: Conn, record: ScheduleRecord) -> PutOutcome:
         "SELECT spec FROM schedules WHERE schedule_id = %s", (record.schedule_id,)
     ).fetchone()
     return "unchanged" if row is not None and json.loads(row[0]) == record.spec else "conflict"
+
+
+SCHEDULES_CHANGED = "orbit_schedules"
+T = TypeVar("T")
+
+
+def schedules_changed(conn: Conn, outcome: T) -> T:
+    """Tell every server listening that the schedules changed (delivered at commit, so they
+    read the change); returns ``outcome``."""
+    conn.execute(f"NOTIFY {SCHEDULES_CHANGED}".encode())
+    return outcome
 
 
 def schedule(row: tuple[Any, ...]) -> ScheduleRecord:

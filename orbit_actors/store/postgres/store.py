@@ -1,11 +1,14 @@
 """The store on PostgreSQL: group commit on one writer connection and thread, reads on a small
 pool of reader connections run in worker threads (each used by one thread at a time). Nothing
-here blocks the trio loop. Several servers may share the database's definitions, schedules and
-claims; executions are written by one server at a time (leases come with scale-out)."""
+here blocks the trio loop. Several servers share one database once each has joined
+(:meth:`PostgresStore.join`): each execution is then written by the one server that owns it,
+and its commits are fenced (see :mod:`.commits`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -32,7 +35,8 @@ from ..group import GroupWriter
 from ..readers import ReaderPool
 from ..rules import WorkerTouches
 from . import records
-from .commits import ROW_COLUMNS, CommitBatcher
+from .cluster import PostgresCluster
+from .commits import ROW_COLUMNS, CommitBatcher, Owner
 from .schema import Conn, connect, describe, one_line, prepare
 from .writer import PostgresEngine
 
@@ -54,11 +58,10 @@ async def open_postgres_store(
     transaction per commit (for comparison only)."""
     await trio.to_thread.run_sync(prepare, url)
     name = describe(url)
-    writer = GroupWriter(
-        PostgresEngine(url, name), name, 10_000 if group_commit else 1, CommitBatcher()
-    )
+    engine, batcher = PostgresEngine(url, name), CommitBatcher()
+    writer = GroupWriter(engine, name, 10_000 if group_commit else 1, batcher)
     await writer.start()
-    store = PostgresStore(url, writer)
+    store = PostgresStore(url, writer, engine, batcher)
     try:
         yield store
     finally:
@@ -74,10 +77,15 @@ class PostgresStore:
     """The :class:`~orbit_actors.store.base.Store` on a PostgreSQL database. Open it with
     :func:`open_postgres_store`."""
 
-    def __init__(self, url: str, writer: GroupWriter[Conn]) -> None:
+    def __init__(
+        self, url: str, writer: GroupWriter[Conn], engine: PostgresEngine, batcher: CommitBatcher
+    ) -> None:
         self.url = url
         self.name = describe(url)
         self._writer = writer
+        self._engine = engine
+        self._batcher = batcher
+        self.cluster: PostgresCluster | None = None
         self._readers = ReaderPool(PostgresReads(url, self.name))
         self._read = self._readers.read
         self._touches = WorkerTouches()
@@ -85,6 +93,31 @@ class PostgresStore:
     def statistics(self) -> StoreStatistics:
         """Commit counters (commits, batches, events, batch sizes)."""
         return self._writer.stats
+
+    @asynccontextmanager
+    async def join(
+        self, address: str, lease_s: float, server_id: str | None = None
+    ) -> AsyncIterator[PostgresCluster]:
+        """Join the servers sharing this database with a lease of ``lease_s`` seconds; from
+        then on commits are fenced by the lease's epoch. Leaving ends the lease at once, so the
+        others take what this server owned over without waiting for it to expire."""
+        cluster = PostgresCluster(self.url, self.name, server_id or secrets.token_hex(4), lease_s)
+        await cluster.join(address)
+        # a server paused inside a transaction must not keep its rows locked past its lease
+        idle_ms = max(1000, cluster.lease_ms // 2)
+        self._engine.settings = f"SET idle_in_transaction_session_timeout = {idle_ms}"
+        await self._writer.write(lambda conn: conn.execute(self._engine.settings.encode()))
+        self._batcher.owner = Owner(cluster.server_id, cluster.epoch)
+        self.cluster = cluster
+        try:
+            yield cluster
+        finally:
+            with trio.CancelScope(shield=True):
+                with contextlib.suppress(StorageError):
+                    await cluster.leave()
+                cluster.close()
+            self.cluster = None
+            self._batcher.owner = None
 
     def close_readers(self) -> None:
         """Close the reader connections (the store is closing)."""
@@ -141,20 +174,26 @@ class PostgresStore:
         return [row[0] for row in rows]
 
     async def wake_index(self, due_by_ms: int | None = None) -> list[WakeEntry]:
-        """The wake-up index: every execution that has not finished, oldest first; with
-        ``due_by_ms``, the busy ones and those due by then."""
+        """The wake-up index: every execution that has not finished, oldest first (once
+        joined, those this server owns); with ``due_by_ms``, the busy ones and those due by
+        then."""
         due = "" if due_by_ms is None else " AND (busy IS NOT FALSE OR wake_at_ms <= %s)"
         rows = await self._rows(
-            f"SELECT {_WAKE_COLUMNS} FROM executions WHERE status = 'running'{due} ORDER BY ord",
+            f"SELECT {_WAKE_COLUMNS} FROM executions WHERE status = 'running'{self._owned()}"
+            f"{due} ORDER BY ord",
             *(() if due_by_ms is None else (due_by_ms,)),
         )
         return [WakeEntry(i, wake, busy, root) for i, wake, busy, root in rows]
+
+    def _owned(self) -> str:
+        """Once joined, the condition that keeps the executions this server owns."""
+        return "" if self.cluster is None else f" AND owner_epoch = {int(self.cluster.epoch)}"
 
     async def wake_index_page(self, after: int, limit: int) -> tuple[list[WakeEntry], int]:
         """Up to ``limit`` running executions after position ``after``, oldest first."""
         rows = await self._rows(
             f"SELECT {_WAKE_COLUMNS}, ord FROM executions "
-            "WHERE status = 'running' AND ord > %s ORDER BY ord LIMIT %s",
+            f"WHERE status = 'running'{self._owned()} AND ord > %s ORDER BY ord LIMIT %s",
             after, limit,
         )  # fmt: skip
         page = [WakeEntry(i, wake, busy, root) for i, wake, busy, root, _ in rows]
@@ -215,7 +254,9 @@ class PostgresStore:
     # -- schedules ------------------------------------------------------------------------
     async def put_schedule(self, record: ScheduleRecord) -> PutOutcome:
         """Create a schedule: created, unchanged (same fields) or conflict."""
-        return await self._writer.write(lambda conn: records.put_schedule(conn, record))
+        return await self._writer.write(
+            lambda conn: records.schedules_changed(conn, records.put_schedule(conn, record))
+        )
 
     async def schedule(self, schedule_id: str) -> ScheduleRecord | None:
         """One schedule."""
@@ -234,17 +275,22 @@ class PostgresStore:
 
     async def delete_schedule(self, schedule_id: str) -> bool:
         """Delete a schedule and its claims."""
-        return await self._writer.write(lambda conn: records.delete_schedule(conn, schedule_id))
+        return await self._writer.write(
+            lambda conn: records.schedules_changed(conn, records.delete_schedule(conn, schedule_id))
+        )
 
     async def set_schedule_paused(self, schedule_id: str, paused: bool, now_ms: int) -> bool:
         """Pause or resume a schedule; resuming settles it up to ``now_ms``."""
         settled = 0 if paused else now_ms
         return await self._writer.write(
-            lambda conn: records.changed(
+            lambda conn: records.schedules_changed(
                 conn,
-                "UPDATE schedules SET paused = %s, settled_ms = GREATEST(settled_ms, %s) "
-                "WHERE schedule_id = %s",
-                (paused, settled, schedule_id),
+                records.changed(
+                    conn,
+                    "UPDATE schedules SET paused = %s, settled_ms = GREATEST(settled_ms, %s) "
+                    "WHERE schedule_id = %s",
+                    (paused, settled, schedule_id),
+                ),
             )
         )
 
@@ -282,11 +328,14 @@ class PostgresStore:
         return found
 
     async def release_claims(self, except_owner: str) -> int:
-        """Release other processes' claims that never fired."""
+        """Release other processes' claims that never fired (once joined, those of processes
+        that are no member: a live server's claim is about to fire)."""
+        members = "" if self.cluster is None else "AND owner NOT IN (SELECT server_id FROM servers)"
         return await self._writer.write(
             lambda conn: (
                 conn.execute(
-                    "DELETE FROM schedule_claims WHERE owner != %s AND execution_id IS NULL",
+                    "DELETE FROM schedule_claims WHERE owner != %s AND execution_id IS NULL "
+                    + members,
                     (except_owner,),
                 ).rowcount
             )

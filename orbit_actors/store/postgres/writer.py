@@ -19,10 +19,14 @@ class PostgresEngine:
     def __init__(self, url: str, describe: str) -> None:
         self._url = url
         self._describe = describe
+        self.settings = ""  # a SET statement every new connection runs (shared mode sets one)
 
     def connect(self) -> Conn:
         """A new writing connection."""
-        return connect(self._url, autocommit=True)
+        conn = connect(self._url, autocommit=True)
+        if self.settings:
+            conn.execute(self.settings.encode())
+        return conn
 
     def begin(self, conn: Conn) -> None:
         """Open the batch's transaction."""

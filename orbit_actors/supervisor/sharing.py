@@ -1,0 +1,244 @@
+"""The task queue several servers share: a worker connected to any server gets tasks of any
+execution.
+
+The owner of an execution still decides and records everything about it; what is shared is
+only *which units wait*. A unit its owner cannot hand to a session of its own right away is
+published (``ready_tasks``, one batch per flush, a NOTIFY per batch). A server with a session
+that has room and nothing of its own queued claims published units of other servers (``FOR
+UPDATE SKIP LOCKED``), puts them in its own pool, and when the pool matches one to a session it
+forwards the match to the owner (``RemoteOffer``): the owner commits ``StepDispatched`` naming
+that session and answers with the task, which this server pushes. The worker's result comes
+back to this server and is forwarded to the owner; a session lost here makes its attempts
+uncertain at their owners. When a server is taken over, every owner marks the attempts it had
+dispatched to that server's sessions uncertain, so they are redelivered.
+
+A unit the owner hands to a session of its own after publishing it is withdrawn; one another
+server claimed meanwhile is refused by the owner as a stale offer. Nothing here is needed for
+correctness of an execution — its history is written by its owner only — only for where its
+tasks can run.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import suppress
+from typing import Any
+
+import trio
+
+from ..actors import commands as cmd
+from ..actors.clock import Clock
+from ..actors.execution import execution_of, new_token
+from ..actors.pool import Offer, QueueKey, WorkerPool, queue_key
+from ..decide.invocation import TaskInvocation
+from ..decide.transitions import Verdict
+from ..errors import OrbitError, OwnerUnavailableError
+from ..history.events import ErrorInfo
+from ..mailbox import Reply
+from ..store.cluster import Cluster, ReadyTask
+from ..wire.messages import Task
+from . import forwarding as fw
+from .forwarding import Forwarder
+from .registry import Registry
+
+log = logging.getLogger("orbit.cluster")
+CLAIM_BATCH = 256
+LOST_SERVER = "the server its worker was connected to stopped"
+
+
+class TaskSharing:
+    """One server's part in the shared task queue (see the module docstring)."""
+
+    def __init__(
+        self, cluster: Cluster, forwarder: Forwarder, registry: Registry, pool: WorkerPool,
+        clock: Clock,
+    ) -> None:  # fmt: skip
+        self._cluster = cluster
+        self._forwarder = forwarder
+        self._registry = registry
+        self._pool = pool
+        self._clock = clock
+        self._nursery: trio.Nursery | None = None
+        self._publish: dict[tuple[str, str, int], ReadyTask] = {}
+        self._withdraw: dict[tuple[str, str, int], ReadyTask] = {}
+        self._flush = trio.Event()
+        self._claim = trio.Event()
+        self._maybe_ready = True  # units may wait in the shared queue (a NOTIFY said so)
+        self._remote: dict[str, dict[str, str]] = {}  # server → {token: execution} sent there
+
+    # -- the pool's port (Sharing) ---------------------------------------------------------
+    def spilled(self, execution_id: str, unit: TaskInvocation) -> None:
+        """Publish a unit of ours that waits for a session (at the next flush)."""
+        _, _, language = queue_key(unit.task_name, unit.contract_version, unit.language)
+        ready = ReadyTask(
+            execution_id, unit.key, unit.attempt, unit.task_name, unit.contract_version,
+            language or "",
+        )  # fmt: skip
+        self._publish[ready[:3]] = ready
+        self._flush.set()
+
+    def handed(self, execution_id: str, key: str, attempt: int) -> None:
+        """A published unit went to a session here: withdraw it (or never publish it)."""
+        if self._publish.pop((execution_id, key, attempt), None) is None:
+            self._withdraw[(execution_id, key, attempt)] = ReadyTask(
+                execution_id, key, attempt, "", "", ""
+            )
+            self._flush.set()
+
+    def hungry(self) -> None:
+        """A session has room and nothing of ours to do: claim, if anything may wait."""
+        if self._maybe_ready:
+            self._claim.set()
+
+    # -- the cluster's notifications -------------------------------------------------------
+    def ready(self) -> None:
+        """A server published units."""
+        self._maybe_ready = True
+        self._claim.set()
+
+    def lost(self, server_id: str) -> None:
+        """A server was taken over: what we had dispatched to its sessions is uncertain."""
+        for token in self._remote.pop(server_id, {}):
+            self._registry.mark_uncertain(token, LOST_SERVER)
+
+    # -- tasks of the runtime's nursery ----------------------------------------------------
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Flush publications and claim units for free sessions, until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._flushing)
+            nursery.start_soon(self._claiming)
+            task_status.started()
+
+    async def _flushing(self) -> None:
+        while True:
+            await self._flush.wait()
+            self._flush = trio.Event()
+            publish, withdraw = list(self._publish.values()), list(self._withdraw.values())
+            self._publish, self._withdraw = {}, {}
+            try:
+                await self._cluster.share(publish, withdraw)
+            except OrbitError as exc:  # the units wait here as before; only sharing is late
+                log.warning("could not publish %d ready units: %s", len(publish), exc)
+
+    async def _claiming(self) -> None:
+        while True:
+            await self._claim.wait()
+            self._claim = trio.Event()
+            hunger = self._pool.hunger()
+            if not self._maybe_ready or not hunger:
+                continue
+            self._maybe_ready = False  # a NOTIFY during the claim sets it again
+            try:
+                claimed = await self._claim_for(hunger)
+            except OrbitError as exc:
+                log.warning("could not claim shared units: %s", exc)
+                self._maybe_ready = True
+                continue
+            if claimed >= CLAIM_BATCH:
+                self._maybe_ready = True
+                self._claim.set()
+
+    async def _claim_for(self, hunger: dict[QueueKey, int]) -> int:
+        queues = [(task, version, language or "") for task, version, language in hunger]
+        limit = min(CLAIM_BATCH, sum(hunger.values()))
+        rows = await self._cluster.claim_ready(queues, limit)
+        for row in rows:
+            queue = (row.task_name, row.contract_version, row.language or None)
+            self._pool.enqueue_remote(row.execution_id, row.unit_key, row.attempt, queue)
+        return len(rows)
+
+    # -- offers of claimed units (this server) and their answers (the owner) ---------------
+    def offer(self, offer: Offer) -> str | None:
+        """A claimed unit matched a session here: reserve under a new token and ask the owner
+        to dispatch it (the pool holds the token meanwhile)."""
+        if self._nursery is None:
+            return None
+        token = new_token(offer.execution_id)
+        self._nursery.start_soon(self._ask_owner, offer, token)
+        return token
+
+    async def _ask_owner(self, offer: Offer, token: str) -> None:
+        command = fw.OfferCommand(
+            key=offer.key, attempt=offer.attempt, token=token, worker_id=offer.worker_id,
+            session_id=offer.session_id,
+        )  # fmt: skip
+        task: Any = None
+        try:
+            owner = await self._forwarder.owner_elsewhere(offer.execution_id)
+            if owner is not None:
+                task = await self._forwarder.forward(owner, offer.execution_id, command)
+        except OwnerUnavailableError as exc:
+            # the owner may have dispatched it to the session here without the task reaching
+            # it: have the attempt made uncertain, so that it is redelivered
+            log.warning("a claimed unit of %s: %s", offer.execution_id, exc)
+            await self._forward_uncertain(offer.execution_id, token, str(exc))
+        except OrbitError as exc:
+            log.info("a claimed unit of %s was not dispatched: %s", offer.execution_id, exc)
+        if task is None:
+            self._pool.release(token)
+        else:
+            self._pool.push(Task.model_validate(task), self._clock.now_ms())
+
+    async def dispatch_here(self, execution_id: str, c: fw.OfferCommand) -> Any:
+        """As the owner: dispatch a unit another server claimed to its session; the task as
+        data, or None for a stale offer."""
+        task: Task | None = await self._registry.request(
+            execution_id,
+            cmd.RemoteOffer(c.key, c.attempt, c.token, c.worker_id, c.session_id, reply=Reply()),
+        )
+        if task is None:
+            return None
+        server = server_of_session(c.session_id)
+        if server is not None:
+            self._remote.setdefault(server, {})[c.token] = execution_id
+        return task.model_dump(mode="json")
+
+    def answered(self, token: str, session_id: str | None = None) -> None:
+        """As the owner: a remote token was answered (its result or its loss came back)."""
+        for tokens in self._remote.values():
+            if tokens.pop(token, None) is not None:
+                return
+
+    # -- results and losses of sessions here, for executions owned elsewhere ---------------
+    async def report_result(
+        self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None
+    ) -> Verdict:
+        """A worker's result over the WebSocket: recorded here or by the token's owner; the
+        session's slot here is freed either way."""
+        execution_id = execution_of(token)
+        if execution_id is None or execution_id in self._registry:
+            return await self._registry.report_result(token, worker_id, output, failure)
+        owner = await self._forwarder.owner_elsewhere(execution_id)
+        if owner is None:
+            return await self._registry.report_result(token, worker_id, output, failure)
+        command = fw.ResultCommand(token=token, worker_id=worker_id, output=output, failure=failure)
+        try:
+            answer = await self._forwarder.forward(owner, execution_id, command)
+        finally:
+            self._pool.settle(token)
+        return Verdict(**answer)
+
+    def mark_uncertain(self, token: str, reason: str) -> None:
+        """A session here was lost: its attempts are uncertain, here or at their owner."""
+        execution_id = execution_of(token)
+        if execution_id is None or execution_id in self._registry or self._nursery is None:
+            self._registry.mark_uncertain(token, reason)
+            return
+        self._nursery.start_soon(self._forward_uncertain, execution_id, token, reason)
+
+    async def _forward_uncertain(self, execution_id: str, token: str, reason: str) -> None:
+        with suppress(OrbitError):  # its owner is gone too: its successor makes it uncertain
+            owner = await self._forwarder.owner_elsewhere(execution_id)
+            if owner is None:
+                self._registry.mark_uncertain(token, reason)
+                return
+            await self._forwarder.forward(
+                owner, execution_id, fw.UncertainCommand(token=token, reason=reason)
+            )
+
+
+def server_of_session(session_id: str) -> str | None:
+    """The server a shared-mode session id names (``s-<server>-<hex>``)."""
+    parts = session_id.split("-")
+    return parts[1] if len(parts) == 3 and parts[0] == "s" else None
