@@ -81,6 +81,34 @@ async def test_an_unknown_signal_forwarded_answers_the_owners_error(database: st
         assert (refused.value.code, refused.value.status) == ("UNKNOWN_SIGNAL", 404)
 
 
+async def test_forwarding_goes_on_after_the_database_drops_the_listen_connections(
+    database: str,
+) -> None:
+    async with server(database, "a") as a, server(database, "b") as b:
+        await a.register_definition(APPROVAL)
+        await a.start("approval", execution_id="w5")
+        epochs = [r.membership.cluster.epoch for r in (a, b)]  # type: ignore[union-attr]
+        dropped = await trio.to_thread.run_sync(drop_listeners, database, epochs)
+        assert dropped == 2
+        with trio.fail_after(20):  # a catches up with its inbox, b with its answers
+            assert await b.signal("w5", "approve", {"by": "cy"}) > 0
+            assert (await b.wait("w5", timeout=10)).output == {"by": "cy"}
+
+
+def drop_listeners(url: str, epochs: list[int]) -> int:
+    """Terminate the LISTEN connections of the servers of ``epochs`` (as a database restart or
+    a proxy's idle timeout would); how many there were."""
+    import psycopg
+
+    channels = [f"LISTEN orbit_stop_{epoch}" for epoch in epochs]
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = ANY(%s)",
+            (channels,),
+        ).fetchall()
+    return len(rows)
+
+
 async def test_a_server_whose_lease_was_taken_over_cannot_write(database: str) -> None:
     with pytest.raises(BaseExceptionGroup) as stopped:
         async with server(database, "a") as a:

@@ -11,6 +11,7 @@ any server) calls the callback given to :meth:`PostgresCluster.watch_schedules`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -31,6 +32,8 @@ from .schema import Conn, connect, one_line
 
 T = TypeVar("T")
 MESSAGE_BUFFER = 10_000
+RECONNECT_FIRST_S, RECONNECT_MAX_S = 0.1, 5.0  # a dropped LISTEN connection is opened again
+log = logging.getLogger("orbit.cluster")
 
 
 class _Connection:
@@ -211,7 +214,11 @@ def _set(statement: str, conn: Conn) -> None:
 
 class _Listener:
     """The LISTEN connection on a thread of its own (it blocks on the socket). It ends when a
-    notification on its stop channel arrives."""
+    notification on its stop channel arrives, or :meth:`stop` is called. A connection the
+    database drops is opened again (after 0.1 s, doubling up to 5 s), and what may have been
+    missed meanwhile is delivered as if notified: the messages waiting in this server's inbox,
+    the answers to the messages it sent, and a change of the ready queue and of the
+    schedules (their handlers look again)."""
 
     def __init__(self, url: str, epoch: int, notified: Callable[[str, str], None]) -> None:
         self._url = url
@@ -220,6 +227,7 @@ class _Listener:
         self._stop_channel = f"orbit_stop_{epoch}"
         self._token = trio.lowlevel.current_trio_token()
         self._ready = threading.Event()
+        self._stopping = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="orbit-listener", daemon=True)
 
@@ -230,24 +238,75 @@ class _Listener:
             raise self._error
 
     async def stop(self, inbox: _Connection) -> None:
+        self._stopping.set()
         with contextlib.suppress(StorageError):
             await inbox.run(lambda c: c.execute(f"NOTIFY {self._stop_channel}".encode()))
         await trio.to_thread.run_sync(self._thread.join, 5.0)
 
     def _run(self) -> None:
         try:
-            conn = connect(self._url, autocommit=True)
-            for channel in (sql.inbox_channel(self._epoch), sql.reply_channel(self._epoch),
-                            SCHEDULES_CHANGED, READY_CHANNEL, sql.LOST_CHANNEL,
-                            self._stop_channel):  # fmt: skip
-                conn.execute(f"LISTEN {channel}".encode())
+            conn = self._open()
         except BaseException as exc:
             self._error = exc
             self._ready.set()
             return
         self._ready.set()
-        with conn, contextlib.suppress(psycopg.Error, trio.RunFinishedError):
-            for notify in conn.notifies():
-                if notify.channel == self._stop_channel:
-                    return
-                self._token.run_sync_soon(self._notified, notify.channel, notify.payload)
+        with contextlib.suppress(trio.RunFinishedError):  # the server's loop is gone
+            listening: Conn | None = conn
+            while listening is not None and not self._listen(listening):
+                listening = self._reconnected()
+
+    def _reconnected(self) -> Conn | None:
+        """Open the LISTEN connection again, waiting longer each time; None once stopping."""
+        delay = RECONNECT_FIRST_S
+        while not self._stopping.wait(delay):
+            conn = self._reopen()
+            if conn is not None:
+                log.warning("the LISTEN connection to PostgreSQL is back")
+                return conn
+            delay = min(delay * 2, RECONNECT_MAX_S)
+        return None
+
+    def _open(self) -> Conn:
+        conn = connect(self._url, autocommit=True)
+        for channel in (sql.inbox_channel(self._epoch), sql.reply_channel(self._epoch),
+                        SCHEDULES_CHANGED, READY_CHANNEL, sql.LOST_CHANNEL,
+                        self._stop_channel):  # fmt: skip
+            conn.execute(f"LISTEN {channel}".encode())
+        return conn
+
+    def _reopen(self) -> Conn | None:
+        """A new LISTEN connection that has caught up, or None while the database is away."""
+        conn: Conn | None = None
+        try:
+            conn = self._open()
+            self._catch_up(conn)
+        except psycopg.Error:
+            if conn is not None:
+                conn.close()
+            return None
+        return conn
+
+    def _listen(self, conn: Conn) -> bool:
+        """Hand each notification to the trio loop; True when told to stop, False when the
+        connection broke."""
+        try:
+            with conn:
+                for notify in conn.notifies():
+                    if notify.channel == self._stop_channel:
+                        return True
+                    self._token.run_sync_soon(self._notified, notify.channel, notify.payload)
+        except psycopg.Error as exc:
+            if self._stopping.is_set():
+                return True
+            log.warning("the LISTEN connection to PostgreSQL broke (%s); opening it again", exc)
+            return False
+        return True
+
+    def _catch_up(self, conn: Conn) -> None:
+        """Deliver what may have been notified while the connection was down."""
+        missed = [(sql.inbox_channel(self._epoch), m) for m in sql.pending(conn, self._epoch)]
+        missed += [(sql.reply_channel(self._epoch), m) for m in sql.answered(conn, self._epoch)]
+        missed += [(READY_CHANNEL, ""), (SCHEDULES_CHANGED, "")]
+        for channel, payload in missed:
+            self._token.run_sync_soon(self._notified, channel, payload)

@@ -165,6 +165,14 @@ def collect(conn: Conn, message_id: str) -> Collected:
     return Collected(None, False) if row is None else Collected(row[0], bool(row[1]))
 
 
+def answered(conn: Conn, epoch: int) -> list[str]:
+    """Messages ``epoch`` sent that have their answer."""
+    rows = conn.execute(
+        "SELECT message_id FROM inbox WHERE from_epoch = %s AND reply IS NOT NULL", (epoch,)
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
 def pending(conn: Conn, epoch: int) -> list[str]:
     """Messages addressed to ``epoch`` that nobody took yet."""
     rows = conn.execute(
