@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,7 +30,7 @@ from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
 from .decide.query import evaluate_query
 from .decide.transitions import ServerLimits, Verdict
-from .errors import RunNotFoundError
+from .errors import RunNotFoundError, StorageError
 from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
@@ -146,6 +146,7 @@ async def open_runtime(
             if parts.sharing is not None:
                 cluster.watch_ready(parts.sharing.ready)
                 cluster.watch_lost(parts.sharing.lost)
+                cluster.watch_cancels(parts.pool.cancel)
                 await nursery.start(parts.sharing.serve)
             await nursery.start(serve_inbox, cluster, runtime.carry_out)
             await nursery.start(keep_membership, cluster, partial(_adopt, nursery, parts))
@@ -215,7 +216,10 @@ def _wire(
     def cancel_tokens(tokens: dict[str, str]) -> None:
         for token in tokens:
             http.cancel(token)
+        elsewhere = {t: r for t, r in tokens.items() if not pool.holds(t)}
         pool.cancel(tokens)
+        if cluster is not None and sharing is not None and elsewhere:  # from the shared queue
+            nursery.start_soon(_cancel_elsewhere, cluster, elsewhere)
 
     def finished(state: ExecutionState, definition: CompiledDefinition) -> None:
         waiters.finished(state, definition)
@@ -272,6 +276,13 @@ async def _load_the_rest(parts: _Parts) -> None:
             break
         parts.registry.load(page)
     parts.registry.end_loading()
+
+
+async def _cancel_elsewhere(cluster: Cluster, tokens: dict[str, str]) -> None:
+    """Tell the other servers to stop ``tokens``; a database error only loses the cancel (the
+    result is refused as stale when it comes)."""
+    with suppress(StorageError):
+        await cluster.cancel_elsewhere(tokens)
 
 
 async def _report_builtin(

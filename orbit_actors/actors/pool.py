@@ -242,6 +242,10 @@ class WorkerPool:
             member.used += held.cancelled is None
         return True
 
+    def holds(self, token: str) -> bool:
+        """True while a session connected here holds ``token``."""
+        return token in self._held
+
     def cancel(self, tokens: dict[str, str]) -> None:
         """Mark tokens cancelled (their slots are free at once) and tell each connected worker."""
         by_session: dict[str, list[str]] = {}

@@ -136,6 +136,18 @@ class Cluster(Protocol):
         """Call ``lost`` with a server's id when a server took that server over."""
         ...
 
+    def watch_cancels(self, cancel: Callable[[dict[str, str]], None]) -> None:
+        """Call ``cancel`` with tokens (token → reason) some server cancelled elsewhere: the
+        ones a worker connected here holds are to be stopped."""
+        ...
+
+    async def cancel_elsewhere(self, tokens: dict[str, str]) -> None:
+        """Tell every server to stop the workers holding ``tokens`` (token → reason), if any
+        worker connected to it does: a unit claimed through the shared queue runs on another
+        server's worker. Fire and forget: a cancel that does not arrive leaves the result to
+        be refused as stale when it comes."""
+        ...
+
     async def share(self, publish: list[ReadyTask], withdraw: list[ReadyTask]) -> None:
         """Publish units to the shared queue and withdraw others, in one transaction."""
         ...

@@ -15,11 +15,13 @@ from orbit_actors import TaskContext, TaskFailed, Worker
 worker = Worker(concurrency=int(os.environ.get("E2E_CONCURRENCY", "256")))
 
 
-def _record(ctx: TaskContext) -> None:
+def _record(ctx: TaskContext, *, cancelled: bool = False) -> None:
     log = os.environ.get("E2E_LOG")
     if log:
         line = {"worker": worker.worker_id, "key": ctx.idempotency_key, "attempt": ctx.attempt,
                 "redelivery": ctx.redelivery, "token": ctx.token}  # fmt: skip
+        if cancelled:
+            line["cancelled"] = True
         with open(log, "a") as out:
             out.write(json.dumps(line) + "\n")
 
@@ -48,6 +50,19 @@ async def fail(request: dict[str, Any]) -> None:
 @worker.task("sync", version="1")
 def sync_task(request: dict[str, Any]) -> dict[str, Any]:
     return {"thread": True, **request}
+
+
+@worker.task("hold", version="1")
+async def hold(ctx: TaskContext, request: dict[str, Any]) -> dict[str, Any]:
+    """Runs until the server cancels it; the cancel is logged like a start, with
+    ``"cancelled": true``."""
+    _record(ctx)
+    try:
+        await trio.sleep_forever()
+    except trio.Cancelled:
+        _record(ctx, cancelled=True)
+        raise
+    return request
 
 
 @worker.task("nap", version="1")

@@ -204,3 +204,32 @@ def test_a_worker_on_one_server_runs_the_tasks_of_executions_another_server_owns
             sessions = {e["worker_session"] for e in events if e["type"] == "StepDispatched"}
             assert all(s.startswith(f"s-{other_id}-") for s in sessions), sessions
     assert not cluster.sql("SELECT 1 FROM ready_tasks")  # every published unit was claimed
+
+
+HOLD = """
+workflow: holds
+version: 1.0.0
+tasks: {hold: {version: "1"}}
+steps: [{id: h, task: hold}]
+"""
+
+
+def test_a_cancel_reaches_the_worker_on_another_server_that_holds_the_task(
+    cluster: Cluster, workers: list[WorkerProcess], tmp_path: Path
+) -> None:
+    owner, other = cluster.servers[0].start(), cluster.servers[1].start()
+    log = tmp_path / "tasks.jsonl"
+    workers.append(WorkerProcess(other, "elsewhere", env={"E2E_LOG": str(log)}))
+    with owner.client() as client:
+        client.deploy(HOLD)
+        client.start("holds", execution_id="held")
+        wait_until(lambda: log.exists() and log.read_text().strip(), 30, what="the task to start")
+        client.cancel("held", reason="not needed")
+        assert client.result("held", timeout=30).status == "cancelled"
+    wait_until(lambda: any(line.get("cancelled") for line in logged(log)), 30, what="the cancel")
+    assert [line["worker"] for line in logged(log)] == ["elsewhere", "elsewhere"]
+
+
+def logged(log: Path) -> list[dict[str, object]]:
+    """The lines the e2e worker logged (a start, or a cancel)."""
+    return [json.loads(line) for line in log.read_text().splitlines()]

@@ -11,6 +11,7 @@ any server) calls the callback given to :meth:`PostgresCluster.watch_schedules`.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import secrets
 import threading
@@ -32,6 +33,10 @@ from .schema import Conn, connect, one_line
 
 T = TypeVar("T")
 MESSAGE_BUFFER = 10_000
+CANCEL_CHANNEL = (
+    "orbit_cancel"  # tokens some server cancelled: stop them if a worker here holds one
+)
+MAX_PAYLOAD = 7_000
 RECONNECT_FIRST_S, RECONNECT_MAX_S = 0.1, 5.0  # a dropped LISTEN connection is opened again
 log = logging.getLogger("orbit.cluster")
 
@@ -82,6 +87,7 @@ class PostgresCluster:
         self._schedules_changed: Callable[[], None] = lambda: None
         self._ready: Callable[[], None] = lambda: None
         self._lost: Callable[[str], None] = lambda server_id: None
+        self._cancels: Callable[[dict[str, str]], None] = lambda tokens: None
         self._queue = _Connection(url, name, lambda c: None)
 
     @property
@@ -153,8 +159,19 @@ class PostgresCluster:
                 self._lost(payload)
             elif channel == SCHEDULES_CHANGED:
                 self._schedules_changed()
+            elif channel == CANCEL_CHANNEL:
+                self._cancels(json.loads(payload))
 
         return notified
+
+    def watch_cancels(self, cancel: Callable[[dict[str, str]], None]) -> None:
+        """Call ``cancel`` with the tokens a server cancelled elsewhere."""
+        self._cancels = cancel
+
+    async def cancel_elsewhere(self, tokens: dict[str, str]) -> None:
+        """NOTIFY every server of ``tokens`` (token → reason), in payloads under the limit."""
+        for payload in _payloads(tokens):
+            await self._inbox.run(partial(_notify, CANCEL_CHANNEL, payload))
 
     def watch_ready(self, ready: Callable[[], None]) -> None:
         """Call ``ready`` when a server published units to the shared queue."""
@@ -206,6 +223,26 @@ class PostgresCluster:
     async def answer(self, message: Message, reply: str) -> None:
         """Record the answer and wake its sender."""
         await self._inbox.run(lambda c: sql.answer(c, message, reply))
+
+
+def _payloads(tokens: dict[str, str]) -> list[str]:
+    """``tokens`` as JSON objects of at most :data:`MAX_PAYLOAD` bytes each (NOTIFY's limit is
+    8,000); a reason is cut to 200 characters."""
+    payloads: list[str] = []
+    part: dict[str, str] = {}
+    for token, reason in tokens.items():
+        part[token] = reason[:200]
+        if len(json.dumps(part).encode()) > MAX_PAYLOAD:
+            del part[token]
+            payloads.append(json.dumps(part))
+            part = {token: reason[:200]}
+    if part:
+        payloads.append(json.dumps(part))
+    return payloads
+
+
+def _notify(channel: str, payload: str, conn: Conn) -> None:
+    conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
 
 def _set(statement: str, conn: Conn) -> None:
@@ -270,7 +307,7 @@ class _Listener:
     def _open(self) -> Conn:
         conn = connect(self._url, autocommit=True)
         for channel in (sql.inbox_channel(self._epoch), sql.reply_channel(self._epoch),
-                        SCHEDULES_CHANGED, READY_CHANNEL, sql.LOST_CHANNEL,
+                        SCHEDULES_CHANGED, READY_CHANNEL, sql.LOST_CHANNEL, CANCEL_CHANNEL,
                         self._stop_channel):  # fmt: skip
             conn.execute(f"LISTEN {channel}".encode())
         return conn
