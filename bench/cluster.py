@@ -35,7 +35,7 @@ import trio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from e2e import THREE, Http, cpu_seconds  # noqa: E402  # bench/e2e.py (script folder)
+from e2e import THREE, Http, cpu_seconds, load  # noqa: E402  # bench/e2e.py (script folder)
 
 WAITS = """
 workflow: waits
@@ -81,26 +81,6 @@ def servers(url: str, count: int, lease_s: float) -> Iterator[list[tuple[subproc
             process.wait(30)
 
 
-async def load(urls: list[str], total: int, in_flight: int) -> float:
-    """``total`` executions, ``in_flight`` at once over connections spread over ``urls``."""
-    latencies: list[float] = []
-    connections = [await Http.open(urls[n % len(urls)]) for n in range(min(in_flight, total))]
-    counter = iter(range(total))
-
-    async def client(http: Http) -> None:
-        for n in counter:
-            await one(http, n, latencies)
-
-    began = time.perf_counter()
-    async with trio.open_nursery() as nursery:
-        for http in connections:
-            nursery.start_soon(client, http)
-    rate = total / (time.perf_counter() - began)
-    for http in connections:
-        await http.stream.aclose()
-    return rate
-
-
 async def one(http: Http, n: int, latencies: list[float]) -> None:
     """Start an execution and wait for it on the same server (its owner)."""
     began = time.perf_counter()
@@ -137,10 +117,10 @@ def measure(url: str, count: int, args: argparse.Namespace) -> dict[str, float]:
         for address in urls:
             httpx.post(f"{address}/v1/definitions", content=THREE,
                        headers={"content-type": "application/yaml"}).raise_for_status()  # fmt: skip
-        trio.run(load, urls, 100 * count, 20 * count)  # warm up; workers register
+        trio.run(load, urls, 100 * count, 20 * count, one)  # warm up; workers register
         before_cpu = sum(cpu_seconds(p.pid) for p, _ in started)
         before_tx = commits(url)
-        rate = trio.run(load, urls, args.executions, args.in_flight)
+        rate = trio.run(load, urls, args.executions, args.in_flight, one)[0]
         cpu_ms = (sum(cpu_seconds(p.pid) for p, _ in started) - before_cpu) * 1000
         tx = commits(url) - before_tx - 1  # less the read of the counter itself
     return {"exec_per_s": rate, "cpu_ms_per_exec": cpu_ms / args.executions,

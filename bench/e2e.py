@@ -121,14 +121,21 @@ async def one(http: Http, n: int, latencies: list[float]) -> None:
     latencies.append(time.perf_counter() - began)
 
 
-async def load(url: str, total: int, in_flight: int) -> tuple[float, list[float]]:
+async def load(
+    url: str | list[str], total: int, in_flight: int, each: Any = None
+) -> tuple[float, list[float]]:
+    """Executions/s and latencies of ``total`` executions, ``in_flight`` at once on keep-alive
+    connections (spread over the servers when ``url`` is a list); ``each(http, n, latencies)``
+    runs one execution (:func:`one` unless given)."""
+    urls = [url] if isinstance(url, str) else url
+    run = each or one
     latencies: list[float] = []
-    connections = [await Http.open(url) for _ in range(min(in_flight, total))]
+    connections = [await Http.open(urls[n % len(urls)]) for n in range(min(in_flight, total))]
     counter = iter(range(total))
 
     async def client(http: Http) -> None:
         for n in counter:
-            await one(http, n, latencies)
+            await run(http, n, latencies)
 
     began = time.perf_counter()
     async with trio.open_nursery() as nursery:

@@ -146,10 +146,12 @@ class SqliteStore:
         """The wake-up index: every execution that has not finished, oldest first (a row
         written before the index existed counts as busy); with ``due_by_ms``, the busy ones
         and those due by then."""
-        due = "" if due_by_ms is None else f" AND (busy IS NOT 0 OR wake_at_ms <= {int(due_by_ms)})"
+        due = "" if due_by_ms is None else " AND (busy IS NOT 0 OR wake_at_ms <= ?)"
+        args = () if due_by_ms is None else (due_by_ms,)
         rows = await self._read(
             lambda c: c.execute(
-                f"SELECT {_WAKE_COLUMNS} FROM executions WHERE status = 'running'{due} ORDER BY ord"
+                f"SELECT {_WAKE_COLUMNS} FROM executions WHERE status = 'running'{due} ORDER BY ord",
+                args,
             ).fetchall()
         )
         return list(map(WakeEntry._make, rows))  # busy and root come as 0 or 1
