@@ -21,7 +21,7 @@ from .client import ApiError, Client
 from .errors import DefinitionError
 from .ir import Definition, load_definition
 
-FAILED_STATUSES = {"failed", "cancelled", "timed_out"}
+FAILED_STATUSES = {"failed", "cancelled", "timed_out", "terminated"}
 
 
 def add_api_commands(commands: Any) -> None:
@@ -49,6 +49,7 @@ def add_api_commands(commands: Any) -> None:
     listing.add_argument("--status")
     listing.add_argument("--workflow")
     listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--paused", action="store_true", help="only the paused executions")
     listing.set_defaults(run=_list)
 
     _command(commands, "workers", "every worker ever registered").set_defaults(run=_workers)
@@ -75,6 +76,9 @@ def add_api_commands(commands: Any) -> None:
     resume.set_defaults(run=_resume)
 
     _add_schedule_commands(commands)
+    from .cli_operate import add_operate_commands  # it builds on this module's helpers
+
+    add_operate_commands(commands)
 
 
 def _add_schedule_commands(commands: Any) -> None:
@@ -257,7 +261,10 @@ _show = _api(_show_execution)
 
 
 def _list_executions(client: Client, args: argparse.Namespace) -> int:
-    page = client.executions(status=args.status, workflow=args.workflow, limit=args.limit)
+    page = client.executions(
+        status=args.status, workflow=args.workflow, limit=args.limit,
+        paused=True if args.paused else None,
+    )  # fmt: skip
     if args.json:
         print(json.dumps(_plain(page), indent=2))
         return 0

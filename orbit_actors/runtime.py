@@ -29,6 +29,7 @@ from .actors.pool import WorkerPool
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
 from .decide.query import evaluate_query
+from .decide.rerun import RerunPlan
 from .decide.transitions import ServerLimits, Verdict
 from .errors import RunNotFoundError, StorageError
 from .history.events import ErrorInfo, Event, ParentRef
@@ -46,6 +47,7 @@ from .supervisor import forwarding as fw
 from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
 from .supervisor.membership import LocalServer, Membership, keep_membership
+from .supervisor.rerunning import Rerunner
 from .supervisor.router import Remote, Router, routes
 from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
@@ -108,6 +110,7 @@ class _Parts:
     membership: Membership
     sharing: TaskSharing | None
     router: Router
+    rerunner: Rerunner
 
 
 @asynccontextmanager
@@ -231,6 +234,9 @@ def _wire(
         cancel_tokens=cancel_tokens,
         start_child=lambda parent, unit: starter.start_child(parent, unit),
         cancel_child=lambda child_id, reason: starter.cancel_child(child_id, reason),
+        terminate_child=lambda child_id, reason: router.tell(
+            child_id, fw.TerminateCommand(reason=reason)
+        ),
         run_http=http.run, committed=observe_commits(*observers), finished=finished,
         passivation=config.passivation,
     )  # fmt: skip
@@ -248,13 +254,16 @@ def _wire(
             starter.is_running,
         )
     )  # fmt: skip
+    rerunner = Rerunner(
+        supervisor, definitions, store, load, waiters, clock.now_ms, starter.effective_limits
+    )
     router.routes = routes(registry, supervisor.resume, waiters.wait, sharing or Remote())
     membership = Membership(
         cluster, forwarder, LocalServer(instance_id, address, clock.now_ms(), lambda: len(registry))
     )
     parts = _Parts(
         store, config, clock, instance_id, definitions, registry, supervisor, starter, waiters,
-        pool, sessions, scheduler, metrics, load, membership, sharing, router,
+        pool, sessions, scheduler, metrics, load, membership, sharing, router, rerunner,
     )  # fmt: skip
     return parts
 
@@ -338,6 +347,7 @@ class Runtime:
         self.membership = parts.membership
         self._forwarder = parts.membership.forwarder
         self._router = parts.router
+        self._rerunner = parts.rerunner
 
     # -- definitions -----------------------------------------------------------------------
     async def register_definition(
@@ -389,6 +399,33 @@ class Runtime:
         """Cancel an execution; returns its detail."""
         await self._router.send(execution_id, fw.CancelCommand(reason=reason))
         return await self.describe(execution_id)
+
+    async def terminate(
+        self, execution_id: str, reason: str = "terminated by request"
+    ) -> ExecutionDetail:
+        """End an execution at once (no compensation, no handlers); returns its detail."""
+        await self._router.send(execution_id, fw.TerminateCommand(reason=reason))
+        return await self.describe(execution_id)
+
+    async def pause(self, execution_id: str, reason: str | None = None) -> ExecutionDetail:
+        """Stop dispatching an execution's work until it is unpaused; returns its detail."""
+        await self._router.send(execution_id, fw.PauseCommand(reason=reason))
+        return await self.describe(execution_id)
+
+    async def unpause(self, execution_id: str) -> ExecutionDetail:
+        """Dispatch what waited while the execution was paused; returns its detail."""
+        await self._router.send(execution_id, fw.UnpauseCommand())
+        return await self.describe(execution_id)
+
+    async def rerun(
+        self, execution_id: str, *, from_step: str | None = None, input: Any = None,
+        version: str | None = None, dry_run: bool = False,
+    ) -> RerunPlan | int:  # fmt: skip
+        """Rerun a finished execution from a step under the same id: the plan when ``dry_run``
+        (nothing is written), else the number of the run that started."""
+        return await self._rerunner.rerun(
+            execution_id, from_step=from_step, input=input, version=version, dry_run=dry_run
+        )
 
     async def query(self, execution_id: str, name: str) -> Any:
         """Evaluate a query against the current (or final) state."""

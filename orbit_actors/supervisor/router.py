@@ -91,6 +91,15 @@ class Router:
         route = self.routes[type(command)]
         return route.answer.dump_python(await route.here(execution_id, command), mode="json")
 
+    def tell(self, execution_id: str, command: Any) -> None:
+        """Send ``command`` from a task of its own, without waiting and whatever it answers (an
+        execution that has finished meanwhile takes nothing)."""
+        self._nursery.start_soon(self._quietly, execution_id, command)
+
+    async def _quietly(self, execution_id: str, command: Any) -> None:
+        with suppress(OrbitError):
+            await self.send(execution_id, command)
+
     # -- a worker's result and a lost attempt, from a session here --------------------------
     async def report_result(
         self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None
@@ -150,6 +159,15 @@ def routes(
     async def cancel(i: str, c: fw.CancelCommand) -> None:
         await registry.request(i, cmd.RequestCancel(c.reason, reply=Reply()))
 
+    async def terminate(i: str, c: fw.TerminateCommand) -> None:
+        await registry.request(i, cmd.Terminate(c.reason, reply=Reply()))
+
+    async def pause(i: str, c: fw.PauseCommand) -> None:
+        await registry.request(i, cmd.Pause(c.reason, reply=Reply()))
+
+    async def unpause(i: str, c: fw.UnpauseCommand) -> None:
+        await registry.request(i, cmd.Unpause(reply=Reply()))
+
     async def resume_here(i: str, c: fw.ResumeCommand) -> None:
         await registry.row(i)
         await resume(i)
@@ -166,6 +184,9 @@ def routes(
     return {
         fw.SignalCommand: Route.of(signal, int),
         fw.CancelCommand: Route.of(cancel, None),
+        fw.TerminateCommand: Route.of(terminate, None),
+        fw.PauseCommand: Route.of(pause, None),
+        fw.UnpauseCommand: Route.of(unpause, None),
         fw.ResumeCommand: Route.of(resume_here, None),
         fw.ResultCommand: Route.of(result, Verdict),
         fw.WaitCommand: Route.of(lambda i, c: wait(i, c.timeout), ExecutionResult),

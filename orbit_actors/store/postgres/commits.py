@@ -33,7 +33,7 @@ from .schema import Conn
 
 ROW_COLUMNS = ", ".join(field.name for field in fields(ExecutionRow))
 _TYPES = ("text", "text", "text", "text", "text", "int", "bigint", "bigint", "text", "text",
-          "int", "bigint", "bool", "text", "bigint")  # fmt: skip  # ROW_COLUMNS', owner's
+          "int", "bigint", "bool", "bool", "text", "bigint")  # fmt: skip  # ROW_COLUMNS', owner's
 _POSITIONS = (
     "SELECT execution_id, run, last_seq, owner_epoch FROM executions "
     "WHERE execution_id = ANY(%b) "
@@ -44,7 +44,8 @@ _UPSERT_EXECUTIONS = (
     + ", ".join(f"%b::{kind}[]" for kind in _TYPES)
     + ") ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, "
     "run = excluded.run, closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
-    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy "
+    "version = excluded.version, definition_hash = excluded.definition_hash, "
+    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy, paused = excluded.paused "
     "RETURNING execution_id, xmax = 0"  # xmax is 0 for a row this statement inserted
 )
 _INSERT_SEGMENTS = (
@@ -139,7 +140,7 @@ def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
     staged.summaries[row.execution_id] = (
         row.execution_id, row.workflow, row.version, row.definition_hash, row.status, row.run,
         row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id, last_seq,
-        row.wake_at_ms, row.busy, *(owner or (None, None)),
+        row.wake_at_ms, row.busy, row.paused, *(owner or (None, None)),
     )  # fmt: skip
     staged.positions[row.execution_id] = Position(
         row.run, last_seq, owner.epoch if owner is not None else None

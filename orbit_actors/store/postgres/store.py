@@ -213,11 +213,12 @@ class PostgresStore:
         workflow: str | None = None,
         limit: int = 100,
         cursor: str | None = None,
+        paused: bool | None = None,
     ) -> ExecutionPage:
         """Executions newest first, filtered; ``limit`` clamped to 1..1000."""
         limit = clamp_limit(limit)
         before = decode_cursor(cursor)
-        query, args = page_query(ROW_COLUMNS, status, workflow, limit + 1, before, "%s")
+        query, args = page_query(ROW_COLUMNS, status, workflow, limit + 1, before, "%s", paused)
         rows = await self._rows(query, *args)
         return page_of(rows, limit)
 

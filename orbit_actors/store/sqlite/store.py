@@ -187,11 +187,12 @@ class SqliteStore:
         workflow: str | None = None,
         limit: int = 100,
         cursor: str | None = None,
+        paused: bool | None = None,
     ) -> ExecutionPage:
         """Executions newest first, filtered; ``limit`` clamped to 1..1000."""
         limit = clamp_limit(limit)
         before = decode_cursor(cursor)
-        query, args = page_query(ROW_COLUMNS, status, workflow, limit + 1, before, "?")
+        query, args = page_query(ROW_COLUMNS, status, workflow, limit + 1, before, "?", paused)
         rows = await self._read(lambda c: c.execute(query, args).fetchall())
         return page_of(rows, limit)
 
