@@ -154,3 +154,34 @@ def test_rerun_refusals_carry_the_spec_codes(
         assert exc.message == "three@1.0.0 has no step `z`; steps: a, b, c"
     assert client.describe("done-1").run == 1  # nothing was written
     assert client.rerun_plan("done-1", from_step="b").reused == ["a"]
+
+
+def test_the_async_client_operates_with_typed_answers(
+    server: ServerProcess, workers: list[WorkerProcess]
+) -> None:
+    import httpx
+    import trio
+
+    from orbit_actors.api.models import ExecutionDetail, RerunPlan, RerunStarted
+    from orbit_actors.client import AsyncClient
+
+    server.client().deploy(HELD)
+    workers.append(WorkerProcess(server, "w1"))
+
+    async def operate() -> None:
+        async with AsyncClient(server.url) as client:
+            started = await client.start("held", execution_id="async-1")
+            paused = await client.pause(started.execution_id, "look")
+            assert isinstance(paused, ExecutionDetail) and paused.paused
+            assert not (await client.unpause("async-1")).paused
+            assert (await client.terminate("async-1")).status == "terminated"
+            plan = await client.rerun_plan("async-1")
+            assert isinstance(plan, RerunPlan) and plan.rerun == ["h", "e"]
+            again = await client.rerun("async-1", from_step="h")
+            assert isinstance(again, RerunStarted) and again.run == 2
+
+    trio.run(operate)
+    bad = httpx.post(f"{server.url}/v1/executions/async-1/rerun", json={"dry_run": "maybe"})
+    assert bad.status_code == 400
+    error = bad.json()["error"]
+    assert error["code"] == "INVALID_REQUEST" and "dry_run" in error["message"]
