@@ -115,6 +115,8 @@ def show(client: Client, args: argparse.Namespace) -> int:
 
 def _print_detail(detail: ExecutionDetail) -> None:
     flag = [output.status_word("quarantined")] if detail.quarantined else []
+    if detail.paused:
+        flag.append(output.status_word("paused"))
     name = f"{detail.workflow}@{detail.version}"
     status = output.status_word(detail.status)
     output.line(detail.execution_id, name, status, f"run {detail.run}", *flag)

@@ -65,13 +65,22 @@ class Router:
         self._settle = settle
         self.routes: dict[type[Any], Route] = {}
 
+    def surely_here(self, execution_id: str) -> bool:
+        """True when ``execution_id`` is known here (or no other server exists): no need to ask
+        the store who owns it."""
+        registry = self._registry
+        return (
+            self._forwarder is None
+            or execution_id in registry
+            or execution_id in registry.quarantined
+        )
+
     async def owner_elsewhere(self, execution_id: str) -> Owner | None:
         """The server that owns ``execution_id`` when that is not this one, else None."""
-        forwarder = self._forwarder
-        registry = self._registry
-        if forwarder is None or execution_id in registry or execution_id in registry.quarantined:
+        if self.surely_here(execution_id):
             return None
-        return await forwarder.owner_elsewhere(execution_id)
+        assert self._forwarder is not None
+        return await self._forwarder.owner_elsewhere(execution_id)
 
     async def send(self, execution_id: str, command: Any, extra: float = 0) -> Any:
         """Carry ``command`` out where ``execution_id`` lives and return its answer; a forwarded
@@ -107,8 +116,10 @@ class Router:
         """A worker's result for ``token``, however it arrived: recorded here or by the token's
         owner; a session's slot here is freed either way."""
         execution_id = execution_of(token)
-        owner = await self.owner_elsewhere(execution_id) if execution_id else None
-        if owner is None or execution_id is None:
+        if execution_id is None or self.surely_here(execution_id):  # the usual case: no await
+            return await self._registry.report_result(token, worker_id, output, failure)
+        owner = await self.owner_elsewhere(execution_id)
+        if owner is None:
             return await self._registry.report_result(token, worker_id, output, failure)
         command = fw.ResultCommand(token=token, worker_id=worker_id, output=output, failure=failure)
         try:
