@@ -255,7 +255,14 @@ def _wire(
         )
     )  # fmt: skip
     rerunner = Rerunner(
-        supervisor, definitions, store, load, waiters, clock.now_ms, starter.effective_limits
+        supervisor,
+        definitions,
+        store,
+        load,
+        waiters,
+        clock.now_ms,
+        starter.effective_limits,
+        ports.committed,
     )
     router.routes = routes(registry, supervisor.resume, waiters.wait, sharing or Remote())
     membership = Membership(

@@ -13,7 +13,8 @@ from ..decide.rerun import RerunPlan, plan_rerun, rerun_events
 from ..decide.rest import rest_of
 from ..errors import ExecutionRunningError, WorkflowNotFoundError
 from ..history.apply import replay
-from ..history.events import EffectiveLimits
+from ..history.events import EffectiveLimits, Event
+from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..store.base import Commit, Store
 from ..store.definitions import DefinitionRegistry
@@ -31,6 +32,7 @@ class Rerunner:
         self, supervisor: Supervisor, definitions: DefinitionRegistry, store: Store, load: Loader,
         waiters: Waiters, now_ms: Callable[[], int],
         limits: Callable[[CompiledDefinition], EffectiveLimits],
+        committed: Callable[[ExecutionState, list[Event], float], None],
     ) -> None:  # fmt: skip
         self._supervisor = supervisor
         self._registry: Registry = supervisor.registry
@@ -40,6 +42,7 @@ class Rerunner:
         self._waiters = waiters
         self._now_ms = now_ms
         self._limits = limits
+        self._committed = committed  # the observers of every commit: metrics, logs, traces
         self._locks: dict[str, trio.Lock] = {}
 
     async def rerun(
@@ -78,7 +81,9 @@ class Rerunner:
         summary.wake_at_ms = rest_of(state, new).wake_at_ms
         summary.busy = True  # its first decisions are still to be made: a restart makes them
         with trio.CancelScope(shield=True):  # a stored run always gets its actor
+            began = trio.current_time()
             await self._store.commit(Commit(summary, events, rollover=True))
+            self._committed(state, events, trio.current_time() - began)
             self._waiters.forget(execution_id)
             self._supervisor.spawn(state, new)
         return state.run
