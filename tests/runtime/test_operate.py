@@ -4,6 +4,7 @@ with a fake worker, on the memory store."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import trio
@@ -17,7 +18,8 @@ from orbit_actors.errors import (
     NotPausedError,
     UnknownStepError,
 )
-from orbit_actors.runtime import Runtime
+from orbit_actors.runtime import Runtime, open_runtime
+from orbit_actors.store import open_sqlite_store
 from orbit_actors.testing import FakeWorker, TaskFailure
 
 from .conftest import workflow
@@ -143,3 +145,29 @@ async def test_rerun_after_a_fix_reuses_what_succeeded(
         "StepReused",
         "StepReused",
     ]
+
+
+async def test_a_paused_execution_stays_paused_across_a_restart_and_a_rerun_survives_one(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "orbit.db"
+    with trio.fail_after(60):
+        async with open_sqlite_store(path) as store, open_runtime(store) as runtime:
+            await runtime.register_definition(THREE)
+            await runtime.start("wf", execution_id="p")
+            await runtime.pause("p")
+            await runtime.start("wf", execution_id="t")
+            await runtime.terminate("t")
+            assert (
+                await runtime.rerun("t", from_step="b") == 2
+            )  # closed at once: its decisions may not be durable
+        async with open_sqlite_store(path) as store, open_runtime(store) as runtime:
+            assert (await runtime.describe("p")).paused
+            worker = FakeWorker(runtime, contracts=[("t", "1"), ("t2", "1")])
+            async with trio.open_nursery() as nursery:
+                await nursery.start(worker.serve)
+                assert (await runtime.wait("t", 30)).status == "completed"  # the rerun went on
+                assert {task.execution_id for task in worker.tasks} == {"t"}  # p waits
+                await runtime.unpause("p")
+                assert (await runtime.wait("p", 30)).status == "completed"
+                nursery.cancel_scope.cancel()
