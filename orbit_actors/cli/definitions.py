@@ -12,8 +12,7 @@ import click
 
 from ..api.models import DefinitionRegistered
 from ..client import ApiError, Client
-from ..errors import DefinitionError
-from ..ir import Definition, load_definition
+from ..ir import Definition
 from ..ir.check import Checked, compile_checked, load_checked
 from ..ir.loader import Locator
 from ..ir.semver import parse_semver
@@ -134,18 +133,23 @@ def deploy(client: Client, args: argparse.Namespace) -> int:
 def deploy_paths(
     client: Client, paths: list[Path], *, quiet: bool = False
 ) -> list[DefinitionRegistered]:
-    """Check every file, then register them children first; returns the API's answers. A
-    file with problems prints them and deploys nothing (ApiError ``INVALID_IR``)."""
+    """Check every file as the server will (every problem of every file is printed, with a
+    caret), then register them children first; returns the API's answers. When a file has
+    problems nothing is deployed (ApiError ``INVALID_IR``)."""
     loaded: list[tuple[Path, Definition, str]] = []
+    invalid: list[str] = []
     for path in paths:
         text = read_file(path)
-        try:
-            definition, _ = load_definition(text, str(path))
-        except DefinitionError as exc:
-            show_problems(exc.problems, text)
-            invalid = f"{path} is not a valid definition; nothing deployed"
-            raise ApiError("INVALID_IR", invalid) from None
-        loaded.append((path, definition, text))
+        checked = compile_checked(load_checked(text, str(path)), types=False)
+        if checked.compiled is None or checked.definition is None:
+            show_problems(checked.problems, text)
+            invalid.append(str(path))
+            continue
+        loaded.append((path, checked.definition, text))
+    if invalid:
+        which = " and ".join(invalid) if len(invalid) < 3 else f"{len(invalid)} files"
+        verb = "is not a valid definition" if len(invalid) == 1 else "are not valid definitions"
+        raise ApiError("INVALID_IR", f"{which} {verb}; nothing deployed")
     names = {(d.workflow, d.version) for _, d, _ in loaded}
     answers: list[DefinitionRegistered] = []
     while loaded:  # children first: a file whose children among the files are all deployed
