@@ -52,6 +52,15 @@ def step_word(step_id: str, events: list[dict[str, Any]], finished: bool) -> str
     return "succeeded"
 
 
+def unit_words(events: list[dict[str, Any]]) -> dict[str, str]:
+    """Each unit's last word in the history (compensations included)."""
+    words: dict[str, str] = {}
+    for event in events:
+        if event["type"] in UNIT_ENDS:
+            words[event["step"]] = UNIT_ENDS[event["type"]]
+    return words
+
+
 def _all_step_ids(ir: dict[str, Any]) -> list[str]:
     lists = [
         ir["steps"],
@@ -83,5 +92,10 @@ def test_every_status_word_agrees_with_the_history(
         badge = page.locator(f'details[data-step="{step_id}"] summary .badge')
         expect(badge).to_have_text(word)
         expect(page.locator(f'.graph [data-step="{step_id}"]')).to_contain_text(word)
+    for key, word in unit_words(events).items():
+        section = page.locator(f'details[data-step="{_owner(key)}"]')
+        if section.get_attribute("open") is None:
+            section.locator("summary").click()
+        expect(section.locator(f'tr[data-unit="{key}"] .badge')).to_have_text(word)
     if ending == "completed":
         expect(page.locator('details[data-step="tell_ops"] summary .badge')).to_have_text("not run")
