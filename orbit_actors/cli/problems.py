@@ -22,10 +22,14 @@ def show_problems(problems: Iterable[Problem], source: str | None) -> None:
     err = output.console(sys.stderr)
     for problem in problems:
         err.print(Text(str(problem)), soft_wrap=True)
-        if problem.line is not None and 1 <= problem.line <= len(lines):
-            text = lines[problem.line - 1]
+        number = problem.line
+        if number is not None and number == len(lines) + 1 and lines:
+            # YAML points past the end for a file that stops too early: mark the end
+            number, problem = len(lines), _at_end(problem, lines[-1])
+        if number is not None and 1 <= number <= len(lines):
+            text = lines[number - 1]
             start, width = _span(text, problem)
-            gutter = f"{problem.line:>5} | "
+            gutter = f"{number:>5} | "
             err.print(Text(gutter, style="dim") + Text(text), soft_wrap=True)
             marks = Text(" " * (len(gutter) - 2) + "| ", style="dim")
             err.print(marks + Text(" " * start + "^" * width, style="bold red"), soft_wrap=True)
@@ -42,3 +46,8 @@ def _span(text: str, problem: Problem) -> tuple[int, int]:
             return found, len(problem.near)
     word = _WORD.match(text, start)
     return start, max(len(word.group()) if word else 1, 1)
+
+
+def _at_end(problem: Problem, last: str) -> Problem:
+    """The problem placed just after the last character of the file."""
+    return Problem(problem.path, problem.reason, problem.file, problem.line, len(last) + 1)
