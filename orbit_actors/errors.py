@@ -73,6 +73,8 @@ class Problem:
     file: str | None = None
     line: int | None = None
     column: int | None = None
+    near: str | None = None
+    """The text the problem is about (a misspelt name), for a caret under it in the source."""
 
     def __str__(self) -> str:
         where = ""

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e '.[test,otel,postgres]'
+"$VENV/bin/python" -m pip install --quiet -e '.[test,otel,postgres,docs]'
 # System tools the tests drive, Debian's packages, each installed only when missing and only as
 # root (apt): PostgreSQL for the PostgreSQL store's tests (tests/pg.py starts throwaway servers
 # from its binaries), chromium for the web console's browser tests (never a downloaded browser),

@@ -26,9 +26,11 @@ def test_check_prints_each_problem_with_file_line_and_column(tmp_path: Path) -> 
     bad.write_text("workflow: x\nversion: 1.0.0\nsteps:\n  - id: a\n    task: nope\n")
     result = run("check", str(bad))
     assert result.returncode == 1
-    assert (
-        result.stderr.strip() == f"{bad}:5:5: steps[0].task: task `nope` is not declared in `tasks`"
-    )
+    assert result.stderr.splitlines() == [
+        f"{bad}:5:5: steps[0].task: task `nope` is not declared in `tasks`",
+        "    5 |     task: nope",
+        "      |           ^^^^",
+    ]
     assert "Traceback" not in result.stderr
 
 

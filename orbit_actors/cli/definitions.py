@@ -12,12 +12,13 @@ import click
 
 from ..api.models import DefinitionRegistered
 from ..client import ApiError, Client
-from ..errors import DefinitionError
-from ..ir import Definition, compile_definition, load_definition
+from ..ir import Definition
+from ..ir.check import Checked, compile_checked, load_checked
 from ..ir.loader import Locator
 from ..ir.semver import parse_semver
 from . import output
 from .options import api_command, command
+from .problems import show_problems
 from .values import plain, read_file
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -25,36 +26,43 @@ FILES = click.argument("files", nargs=-1, required=True, type=click.Path(path_ty
 
 @command(
     "check", "Validate definitions without a server",
-    example="orbit check examples/order_saga.yaml\norbit check *.yaml --json",
-    details="The files are checked together, so a child workflow among them is pinned by its "
-            "computed hash; a child not among them is checked by name and version only.",
+    example="orbit check examples/order_saga.yaml\norbit check *.yaml --json\n"
+            "orbit check flow.yaml --no-types",
+    details="Every problem of every file is printed at once, each with its line and column "
+            "and a caret under the source, with a suggestion for a misspelt name. Besides the "
+            "language's rules, expressions are checked against the declared input, signal and "
+            "task output schemas (a field that is not declared, a string compared with a "
+            "number); --no-types leaves those checks out. The files are checked together, so "
+            "a child workflow among them is pinned by its computed hash; a child not among "
+            "them is checked by name and version only.",
 )  # fmt: skip
 @FILES
 @click.option("--json", "json", is_flag=True, help="Print the compiled IR of each valid file.")
+@click.option("--no-types", is_flag=True,
+              help="Skip checking expressions against the declared schemas.")  # fmt: skip
 def check(args: argparse.Namespace) -> int:
     """Check each file; print ``ok`` lines (or the IR) and every problem found."""
-    loaded: dict[Path, tuple[Definition, Locator]] = {}
+    texts: dict[Path, str] = {}
+    loaded: dict[Path, Checked] = {}
     failed = False
     for path in args.files:
         try:
-            loaded[path] = load_definition(path.read_text(encoding="utf-8"), str(path))
+            texts[path] = path.read_text(encoding="utf-8")
         except OSError as exc:
             print(f"{path}: cannot read: {exc.strerror}", file=sys.stderr)
             failed = True
-        except DefinitionError as exc:
-            print_problems(exc)
-            failed = True
+            continue
+        loaded[path] = load_checked(texts[path], str(path))
     hashes: dict[tuple[str, str], str] = {}
-    for path in children_first(loaded):
-        definition, locator = loaded[path]
-        try:
-            compiled = compile_definition(
-                definition, resolve_child=lambda n, v: hashes.get((n, v)), locator=locator
-            )
-        except DefinitionError as exc:
-            print_problems(exc)
+    for path in _check_order(loaded):
+        checked = compile_checked(
+            loaded[path], lambda n, v: hashes.get((n, v)), types=not args.no_types
+        )
+        if checked.compiled is None:
+            show_problems(checked.problems, texts[path])
             failed = True
             continue
+        compiled = checked.compiled
         hashes[(compiled.name, compiled.version)] = compiled.definition_hash
         if args.json:
             print(json.dumps(compiled.ir.to_ir_dict(), indent=2, sort_keys=True))
@@ -62,6 +70,17 @@ def check(args: argparse.Namespace) -> int:
             name = f"{compiled.name}@{compiled.version}"
             output.line(output.status_word("ok"), str(path), name, compiled.definition_hash[:12])
     return 1 if failed else 0
+
+
+def _check_order(loaded: dict[Path, Checked]) -> list[Path]:
+    """Children first among the files that loaded; then the files that did not."""
+    definitions = {
+        path: (c.definition, c.locator)
+        for path, c in loaded.items()
+        if c.definition is not None and c.locator is not None
+    }
+    ordered = children_first(definitions)
+    return ordered + [path for path in loaded if path not in definitions]
 
 
 def children_first(loaded: dict[Path, tuple[Definition, Locator]]) -> list[Path]:
@@ -83,12 +102,6 @@ def children_first(loaded: dict[Path, tuple[Definition, Locator]]) -> list[Path]
     for path in sorted(loaded, key=lambda p: parse_semver(loaded[p][0].version).precedence):
         visit(path)
     return ordered
-
-
-def print_problems(exc: DefinitionError) -> None:
-    """Every problem of a definition on stderr, one per line."""
-    for problem in exc.problems:
-        print(str(problem), file=sys.stderr)
 
 
 @command("schema", "Print the JSON Schema of the definition format",
@@ -120,18 +133,23 @@ def deploy(client: Client, args: argparse.Namespace) -> int:
 def deploy_paths(
     client: Client, paths: list[Path], *, quiet: bool = False
 ) -> list[DefinitionRegistered]:
-    """Check every file, then register them children first; returns the API's answers. A
-    file with problems prints them and deploys nothing (ApiError ``INVALID_IR``)."""
+    """Check every file as the server will (every problem of every file is printed, with a
+    caret), then register them children first; returns the API's answers. When a file has
+    problems nothing is deployed (ApiError ``INVALID_IR``)."""
     loaded: list[tuple[Path, Definition, str]] = []
+    invalid: list[str] = []
     for path in paths:
         text = read_file(path)
-        try:
-            definition, _ = load_definition(text, str(path))
-        except DefinitionError as exc:
-            print_problems(exc)
-            invalid = f"{path} is not a valid definition; nothing deployed"
-            raise ApiError("INVALID_IR", invalid) from None
-        loaded.append((path, definition, text))
+        checked = compile_checked(load_checked(text, str(path)), types=False)
+        if checked.compiled is None or checked.definition is None:
+            show_problems(checked.problems, text)
+            invalid.append(str(path))
+            continue
+        loaded.append((path, checked.definition, text))
+    if invalid:
+        which = " and ".join(invalid) if len(invalid) < 3 else f"{len(invalid)} files"
+        verb = "is not a valid definition" if len(invalid) == 1 else "are not valid definitions"
+        raise ApiError("INVALID_IR", f"{which} {verb}; nothing deployed")
     names = {(d.workflow, d.version) for _, d, _ in loaded}
     answers: list[DefinitionRegistered] = []
     while loaded:  # children first: a file whose children among the files are all deployed

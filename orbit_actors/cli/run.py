@@ -25,6 +25,9 @@ from .server_flags import server_flags
 
 log = logging.getLogger("orbit")
 
+PACKAGED_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+"""The examples installed with Orbit (in the repository, a link to its examples/ folder)."""
+
 
 def server_options(args: argparse.Namespace) -> Any:
     """ServerOptions from the parsed flags; a bad value is an InvalidRequestError."""
@@ -164,7 +167,9 @@ def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
 @command(
     "dev", "A server, the examples deployed and their worker, in one command",
     example="orbit dev\norbit dev --bind 127.0.0.1:8233",
-    details="The database is .orbit/orbit.db in the current folder; Ctrl-C stops everything.",
+    details="The database is .orbit/orbit.db in the current folder; Ctrl-C stops everything. "
+            "The examples are the ones that come with Orbit (installed with it), unless "
+            "--examples names a folder of your own.",
 )  # fmt: skip
 @click.option(
     "--bind",
@@ -175,9 +180,8 @@ def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
 )
 @click.option(
     "--examples",
-    type=click.Path(path_type=Path),
-    default=Path("examples"),
-    show_default=True,
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=None,
     metavar="FOLDER",
     help="The folder of definitions (*.yaml) and workers.py. Example: --examples flows",
 )
@@ -186,6 +190,7 @@ def run_dev(args: argparse.Namespace) -> int:
     from ..server import ServerOptions, serve
 
     _configure_logging("warning")
+    folder: Path = args.examples or PACKAGED_EXAMPLES
     Path(".orbit").mkdir(exist_ok=True)
     options = ServerOptions(db=Path(".orbit/orbit.db"), bind=args.bind)
 
@@ -199,10 +204,10 @@ def run_dev(args: argparse.Namespace) -> int:
         async with trio.open_nursery() as nursery:
             urls: list[str] = await nursery.start(serve_then_stop, nursery.cancel_scope)
             url = urls[0]
-            deployed = await trio.to_thread.run_sync(_deploy_examples, url, args.examples)
-            if (args.examples / "workers.py").exists():
-                nursery.start_soon(_run_example_worker, url, args.examples)
-            _print_welcome(url, deployed, args.examples)
+            deployed = await trio.to_thread.run_sync(_deploy_examples, url, folder)
+            if (folder / "workers.py").exists():
+                nursery.start_soon(_run_example_worker, url, folder)
+            _print_welcome(url, deployed, folder)
 
     return _run(main)
 
@@ -219,27 +224,29 @@ def _deploy_examples(url: str, folder: Path) -> list[str]:
 
 async def _run_example_worker(url: str, folder: Path) -> None:
     environment = {**os.environ, "ORBIT_URL": url}
-    root = str(folder.resolve().parent)
-    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-    module = f"{folder.resolve().name}.workers:worker"
+    if folder == PACKAGED_EXAMPLES:
+        module = "orbit_actors.examples.workers:worker"  # importable wherever Orbit is installed
+    else:
+        root = str(folder.resolve().parent)
+        paths = [root, os.environ.get("PYTHONPATH")]
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+        module = f"{folder.resolve().name}.workers:worker"
     command = [sys.executable, "-m", "orbit_actors.cli", "worker", module]
     await trio.run_process(command, env=environment, check=False)
 
 
 def _print_welcome(url: str, deployed: list[str], folder: Path) -> None:
-    print(f"""
-Orbit dev server on {url}   (database .orbit/orbit.db; Ctrl-C stops it)
-Deployed: {", ".join(deployed) or "nothing"}
-Worker:   {folder}/workers.py (every example task)
-
-Try:
-  export ORBIT_URL={url}
-  orbit start order-saga --input @{folder}/inputs/order_saga.json --wait
-  orbit list
-  orbit show <execution id> --history
-  orbit workers
-API document: {url}/v1/openapi.json
-""", flush=True)  # fmt: skip
+    shown = folder.resolve()
+    worker = shown / "workers.py"
+    print(f"\nOrbit dev server on {url}   (database .orbit/orbit.db; Ctrl-C stops it)")
+    print(f"Deployed: {', '.join(deployed) or f'nothing (no *.yaml in {shown})'}")
+    print(f"Worker:   {worker if worker.exists() else f'none (no workers.py in {shown})'}")
+    order_input = shown / "inputs" / "order_saga.json"
+    print(f"\nTry:\n  export ORBIT_URL={url}")
+    if any(name.startswith("order-saga@") for name in deployed) and order_input.exists():
+        print(f"  orbit start order-saga --input @{order_input} --wait")
+    print("  orbit list\n  orbit show <execution id> --history\n  orbit workers")
+    print(f"API document: {url}/v1/openapi.json\n", flush=True)
 
 
 @command(

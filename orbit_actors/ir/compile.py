@@ -30,6 +30,7 @@ from .models import (
 )
 from .plan import CompensationPlan, CompiledDefinition, Role, StepPlan
 from .schema import Schema, SchemaViolation, validate
+from .suggest import did_you_mean
 
 ChildResolver = Callable[[str, str], str | None]
 """``(name, version) -> definition_hash`` of a registered child, or None when unknown."""
@@ -99,8 +100,8 @@ class _Checker:
         self.queries: dict[str, Expression] = {}
         self.output = compile_template({})
 
-    def fail(self, path: Path, reason: str) -> None:
-        self.problems.append(self.locator.problem(path, reason))
+    def fail(self, path: Path, reason: str, near: str | None = None) -> None:
+        self.problems.append(self.locator.problem(path, reason, near))
 
     def run(self) -> dict[str, StepPlan]:
         self._check_names()
@@ -202,10 +203,17 @@ class _Checker:
         if step.workflow is not None and step.workflow not in self.d.workflows:
             self.fail(
                 (*path, "workflow"),
-                f"child workflow `{step.workflow}` is not declared in `workflows`",
+                f"child workflow `{step.workflow}` is not declared in `workflows`"
+                + did_you_mean(step.workflow, self.d.workflows),
+                step.workflow,
             )
         if step.await_ is not None and step.await_ not in self.d.signals:
-            self.fail((*path, "await"), f"signal `{step.await_}` is not declared in `signals`")
+            hint = did_you_mean(step.await_, self.d.signals)
+            self.fail(
+                (*path, "await"),
+                f"signal `{step.await_}` is not declared in `signals`{hint}",
+                step.await_,
+            )
         if handler_list and step.kind == "continue_as_new":
             self.fail((*path, "continue_as_new"), "a handler step cannot continue as new")
         if handler_list and step.compensate is not None:
@@ -215,7 +223,11 @@ class _Checker:
         if name.startswith(RESERVED_PREFIXES):
             self.fail(path, f"task name `{name}` is reserved (orbit.*, workflow:*)")
         elif name not in self.d.tasks:
-            self.fail(path, f"task `{name}` is not declared in `tasks`")
+            self.fail(
+                path,
+                f"task `{name}` is not declared in `tasks`{did_you_mean(name, self.d.tasks)}",
+                name,
+            )
 
     def _compensation(
         self, step: Step, path: Path, variables: frozenset[str] | set[str]
@@ -285,10 +297,17 @@ class _Checker:
         refs: list[str],
     ) -> None:
         for name in sorted(expression.variables - set(variables)):
-            self.fail(path, f"unknown variable `{name}` (in scope: {', '.join(sorted(variables))})")
+            hint = did_you_mean(name, variables)
+            self.fail(
+                path,
+                f"unknown variable `{name}` (in scope: {', '.join(sorted(variables))}){hint}",
+                name,
+            )
         for step_id in sorted(expression.step_refs):
             if step_id not in self.all_ids:
-                self.fail(path, f"unknown step `{step_id}`")
+                self.fail(
+                    path, f"unknown step `{step_id}`{did_you_mean(step_id, self.all_ids)}", step_id
+                )
             refs.append(step_id)
 
     def _after(
@@ -306,7 +325,10 @@ class _Checker:
             deps = []
             for position, dep in enumerate(step.after):
                 if dep not in sibling_ids:
-                    self.fail((*path, "after", position), f"`after` names unknown step `{dep}`")
+                    hint = did_you_mean(dep, sibling_ids)
+                    self.fail(
+                        (*path, "after", position), f"`after` names unknown step `{dep}`{hint}"
+                    )
                 else:
                     deps.append(dep)
         for ref in refs:

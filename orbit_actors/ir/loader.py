@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from ..errors import DefinitionError, Problem
 from .models import Definition
+from .suggest import did_you_mean, field_names
 
 Path = tuple[str | int, ...]
 
@@ -33,15 +34,16 @@ class Locator:
     file: str | None
     marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
 
-    def problem(self, path: Path, reason: str) -> Problem:
-        """A problem at ``path``, placed at the nearest enclosing position known."""
+    def problem(self, path: Path, reason: str, near: str | None = None) -> Problem:
+        """A problem at ``path``, placed at the nearest enclosing position known; ``near`` is
+        the text it is about, for a caret under it."""
         line = column = None
         for cut in range(len(path), -1, -1):
             found = self.marks.get(path[:cut])
             if found is not None:
                 line, column = found
                 break
-        return Problem(format_path(path), reason, self.file, line, column)
+        return Problem(format_path(path), reason, self.file, line, column, near)
 
 
 def format_path(path: Sequence[str | int]) -> str:
@@ -132,9 +134,10 @@ def parse_definition(data: Any, locator: Locator | None = None) -> Definition:
     try:
         return Definition.model_validate(data)
     except ValidationError as exc:
-        problems = [
-            locator.problem(_clean_loc(data, err["loc"]), _reason(err)) for err in exc.errors()
-        ]
+        problems = []
+        for err in exc.errors():
+            path = _clean_loc(data, err["loc"])
+            problems.append(locator.problem(path, _reason(err, path)))
         raise DefinitionError(problems) from None
 
 
@@ -188,10 +191,13 @@ def _is_tag(part: str) -> bool:
     return "[" in part or part in {"Schema", "str", "int", "list", "dict", "bool", "float"}
 
 
-def _reason(err: Any) -> str:
+def _reason(err: Any, path: Path) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
-        return "unknown field"
+        name = path[-1] if path else ""
+        return "unknown field" + (
+            did_you_mean(name, field_names(path)) if isinstance(name, str) else ""
+        )
     if kind == "missing":
         return "is required"
     message = str(err["msg"])

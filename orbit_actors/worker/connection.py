@@ -56,10 +56,3 @@ def open_connection(
         max_message_bytes=MAX_MESSAGE_BYTES, connect_timeout=CONNECT_TIMEOUT,
         close_timeout=CLOSE_TIMEOUT,
     )  # fmt: skip
-
-
-def why_lost(exc: BaseException) -> str:
-    """A log line's account of why a connection ended."""
-    if isinstance(exc, WebSocketClosedError):
-        return f"closed ({exc.code} {exc.reason})".replace(" )", ")")
-    return str(exc) or type(exc).__name__

@@ -13,6 +13,8 @@ from typing import Any, get_type_hints
 import trio
 from pydantic import TypeAdapter, ValidationError
 
+from . import logs
+
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)  # built once: building one costs ~100 us
 
 
@@ -124,6 +126,8 @@ class TaskFunction:
         except TaskFailed as exc:
             return {"error": exc.to_error()}
         except Exception as exc:
+            logs.task_raised(f"{self.name}@{self.version}", ctx.execution_id, ctx.step_id,
+                             ctx.attempt)  # fmt: skip
             return {"error": _unexpected(exc)}
 
     def _input(self, raw: Any) -> Any:

@@ -26,9 +26,11 @@ import trio
 from pydantic import Field, TypeAdapter
 
 from .._version import __version__
+from ..http import HandshakeError
 from ..ir.jsontext import compact_json
 from ..wire import messages as wire
-from .connection import CONNECTION_LOST, Connection, ConnectionClosed, open_connection, why_lost
+from . import logs
+from .connection import CONNECTION_LOST, Connection, ConnectionClosed, open_connection
 from .tasks import TaskContext, TaskFunction
 
 log = logging.getLogger("orbit.worker")
@@ -115,7 +117,10 @@ class Worker:
     def run(self) -> None:
         """Serve until Ctrl-C or SIGTERM, then drain and unregister (a second signal stops at
         once)."""
-        trio.run(self._run_until_signal)
+        try:
+            trio.run(self._run_until_signal)
+        except* WorkerRefused as refused:
+            raise refused.exceptions[0] from None  # one exception, not a group, for callers
 
     async def _run_until_signal(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -124,7 +129,6 @@ class Worker:
                 async for _ in signals:
                     if self._stopping:
                         break
-                    log.info("draining: finishing %d running tasks", len(self._running))
                     nursery.start_soon(self._drain_then_stop, nursery.cancel_scope)
             nursery.cancel_scope.cancel()
 
@@ -138,27 +142,49 @@ class Worker:
         if not self.functions:
             raise WorkerRefused("register at least one task with @worker.task(...)")
         self._unregistered = trio.Event()
+        try:
+            async with trio.open_nursery() as tasks:
+                await self._reconnecting(tasks, task_status)
+        except* WorkerRefused as refused:
+            raise refused.exceptions[0] from None  # one exception, not a group, for callers
+
+    async def _reconnecting(self, tasks: trio.Nursery, status: trio.TaskStatus[None]) -> None:
+        """Sessions one after another, a jittered backoff between them, until unregistered."""
+        assert self._unregistered is not None
         backoff = _Backoff()
-        status: trio.TaskStatus[None] = task_status
-        async with trio.open_nursery() as tasks:
-            while True:
-                try:
-                    async with self._connect() as ws:
-                        await self._session(ws, tasks, status)
-                except* WorkerRefused as refused:
-                    raise refused.exceptions[0] from None
-                except* CONNECTION_LOST as lost:
-                    log.warning("connection to %s lost: %s", self.url, why_lost(lost.exceptions[0]))
-                    self._next_url()
-                finally:
-                    if self._ws is not None:
-                        status = trio.TASK_STATUS_IGNORED
-                        backoff.reset()
-                    self._ws = None
-                if self._unregistered.is_set():
-                    tasks.cancel_scope.cancel()
-                    return
-                await trio.sleep(backoff.next())
+        while True:
+            failure: BaseException | None = None
+            was_connected = False
+            try:
+                async with self._connect() as ws:
+                    await self._session(ws, tasks, status)
+            except* WorkerRefused as refused:
+                raise refused.exceptions[0] from None
+            except* CONNECTION_LOST as lost:
+                failure = lost.exceptions[0]
+                self._refuse_for_good(failure)
+            finally:
+                if self._ws is not None:
+                    status = trio.TASK_STATUS_IGNORED
+                    backoff.reset()
+                    was_connected = True
+                self._ws = None
+            if self._unregistered.is_set():
+                tasks.cancel_scope.cancel()
+                return
+            delay = backoff.next()
+            if failure is not None:
+                lost_url = self.url
+                self._next_url()
+                logs.retrying(lost_url, was_connected, failure, delay, self.url)
+            await trio.sleep(delay)
+
+    def _refuse_for_good(self, failure: BaseException) -> None:
+        """A handshake refused for a reason no retry mends (a wrong token) stops the worker."""
+        if isinstance(failure, HandshakeError):
+            why = logs.refusal(failure, bool(self.token))
+            if why is not None:
+                raise WorkerRefused(why)
 
     def _next_url(self) -> None:
         """The next server to try (the same one when only one is known)."""
@@ -167,6 +193,7 @@ class Worker:
     async def drain(self) -> None:
         """Take no new tasks, let running ones finish (up to ``drain_grace``), unregister."""
         self._stopping = True
+        logs.draining(len(self._running))
         await self._send({"type": "credit", "concurrency": 0})
         with trio.move_on_after(self.drain_grace):
             await self._wait_idle()
@@ -220,10 +247,8 @@ class Worker:
         for warning in answer.warnings:
             log.warning("server: %s", warning)
         self.session_id = answer.worker_session_id
-        log.info(
-            "registered as %s (session %s%s)", self.worker_id, answer.worker_session_id,
-            ", resumed" if answer.resumed else "",
-        )  # fmt: skip
+        logs.connected(self.url, self.worker_id, answer.worker_session_id, answer.resumed,
+                       self.functions)  # fmt: skip
         return answer
 
     async def _heartbeat(self, interval: float) -> None:

@@ -69,3 +69,19 @@ def test_orbit_alone_prints_the_help_and_exits_2(capsys: pytest.CaptureFixture[s
     assert main([]) == 2
     shown = capsys.readouterr()
     assert "Commands:" in shown.out + shown.err
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_prints_a_script_for_each_shell(
+    shell: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["completion", shell]) == 0
+    script = capsys.readouterr().out
+    assert "_ORBIT_COMPLETE" in script and f"{shell}_complete" in script
+
+
+def test_completion_of_an_unknown_shell_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["completion", "tcsh"]) == 2
+    assert "'tcsh' is not one of 'bash', 'zsh', 'fish'" in capsys.readouterr().err

@@ -123,3 +123,31 @@ def test_orbit_servers_lists_the_one_server_of_a_sqlite_file(server: ServerProce
     assert shown.returncode == 0 and server.url in shown.stdout and "online" in shown.stdout
     listed = json.loads(orbit(server, "servers", "--json").stdout)["servers"]
     assert len(listed) == 1 and listed[0]["address"] == server.url and listed[0]["online"]
+
+
+def test_deploy_prints_every_problem_of_every_file_and_deploys_nothing(
+    tmp_path: Path, server: ServerProcess
+) -> None:
+    (tmp_path / "good.yaml").write_text(ECHO3)
+    (tmp_path / "a.yaml").write_text(
+        "workflow: a\nversion: 1.0.0\nsteps:\n  - id: x\n    task: nope\n"
+    )
+    (tmp_path / "b.yaml").write_text(
+        "workflow: b\nversion: 1.0.0\nsteps:\n  - id: y\n    valeu: 1\n"
+    )
+    result = orbit(
+        server, "deploy", *(str(tmp_path / n) for n in ("good.yaml", "a.yaml", "b.yaml"))
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    assert (
+        f"{tmp_path / 'a.yaml'}:5:5: steps[0].task: task `nope` is not declared in `tasks`"
+        in result.stderr
+    )
+    assert (
+        f"{tmp_path / 'b.yaml'}:5:5: steps[0].valeu: unknown field; did you mean `value`?"
+        in result.stderr
+    )
+    assert result.stderr.strip().endswith(
+        f"error: INVALID_IR: {tmp_path / 'a.yaml'} and {tmp_path / 'b.yaml'} are not valid definitions; nothing deployed"
+    )
+    assert server.client().definitions() == []

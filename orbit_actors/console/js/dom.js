@@ -43,7 +43,7 @@ export function replace(element, ...children) {
 
 /** A status as a coloured badge. */
 export function badge(status) {
-  return h("span", { class: `badge status-${status}` }, status);
+  return h("span", { class: `badge status-${String(status).replace(/\s+/g, "-")}` }, status);
 }
 
 /** A table from column headers and rows of cells; a wide one scrolls sideways in its own box

@@ -4,7 +4,7 @@
 // button that opens the step's units.
 
 import { s } from "./dom.js";
-import { stepKind, handlersOf } from "./steps.js";
+import { stepKind, handlersOf, statusClass } from "./steps.js";
 
 const W = 220;
 const H = 78;
@@ -54,7 +54,7 @@ function box(step, state, where, handlerOf, onOpen) {
   if (handlerOf) lines.push(handlerOf.replace("_", " "));
   const label = `${step.id}: ${lines.join(", ")}`;
   const open = () => onOpen(step.id);
-  const group = s("g", { class: `node status-${state.status}${handlerOf ? " handler" : ""}`,
+  const group = s("g", { class: `node ${statusClass(state.status)}${handlerOf ? " handler" : ""}`,
     transform: `translate(${where.x},${where.y})`, tabindex: "0", role: "button",
     "aria-label": label, "data-step": step.id,
     onclick: open, onkeydown: (event) => {

@@ -3,6 +3,14 @@
 
 const RUNNING = new Set(["scheduled", "dispatched", "waiting", "retry_wait", "uncertain",
   "attempt_failed"]);
+// Executions that will run nothing more: a step without a unit there never ran ("not run"),
+// where "pending" would promise that it will.
+const FINISHED = new Set(["completed", "failed", "cancelled", "timed_out", "terminated"]);
+
+/** A status word as a CSS class name: "not run" → "status-not-run". */
+export function statusClass(status) {
+  return `status-${String(status).replace(/\s+/g, "-")}`;
+}
 
 /** The kind of a step and what it runs: "task mail.send", "await decision", … */
 export function stepKind(step) {
@@ -22,9 +30,10 @@ export function ownerOf(key) {
   return key.replace(/^(compensate|handler):/, "").replace(/\[\d+\]$/, "");
 }
 
-/** The status of a group of units, in the API's step words. */
-export function statusOf(units) {
-  if (!units.length) return "pending";
+/** The status of a group of units, in the API's step words ("not run" for none once the
+ * execution has finished). */
+export function statusOf(units, finished = false) {
+  if (!units.length) return finished ? "not run" : "pending";
   if (units.some((unit) => RUNNING.has(unit.status))) return "running";
   if (units.some((unit) => unit.status === "failed")) return "failed";
   if (units.some((unit) => unit.status === "cancelled")) return "cancelled";
@@ -42,6 +51,7 @@ export function stepStates(ir, detail, events) {
     else if (event.type === "StepSkipped") skipped.add(event.step);
   }
   const children = new Map(detail.children.map((child) => [child.key, child.execution_id]));
+  const finished = FINISHED.has(detail.status);
   const byStep = new Map();
   for (const unit of detail.units) {
     const owner = ownerOf(unit.key);
@@ -54,7 +64,7 @@ export function stepStates(ir, detail, events) {
     const total = fanOut.has(step.id) ? fanOut.get(step.id) : (step.for ? null : found.own.length);
     states.set(step.id, {
       status: skipped.has(step.id) && !found.own.length ? "skipped"
-        : (step.for && fanOut.get(step.id) === 0 ? "succeeded" : statusOf(found.own)),
+        : (step.for && fanOut.get(step.id) === 0 ? "succeeded" : statusOf(found.own, finished)),
       units: found.own,
       fanOut: Boolean(step.for),
       succeeded: found.own.filter((unit) => unit.status === "succeeded").length,

@@ -56,7 +56,7 @@ export function unitSections(ir, states, detail, open) {
       body);
     const fill = () => replace(body, [...state.units, ...state.compensationUnits].length
       ? unitTable([...state.units, ...state.compensationUnits], children)
-      : h("p", { class: "muted" }, "No units yet."));
+      : h("p", { class: "muted" }, state.status === "not run" ? "It never ran." : "No units yet."));
     if (section.open) fill();
     section.addEventListener("toggle", () => {
       if (section.open) { open.add(step.id); fill(); } else open.delete(step.id);
