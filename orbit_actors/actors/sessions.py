@@ -315,7 +315,7 @@ class Connection:
         pool = manager.pool
         if resumed:  # a task frame may have been lost with the connection (or the server)
             for task in list(pool.pushed(session.id)):
-                self.send(task)
+                self.send(task.again())
         cancelled = pool.cancelled(session.id)
         if cancelled:
             self.send(wire.Cancel(tokens=list(cancelled), reason=next(iter(cancelled.values()))))

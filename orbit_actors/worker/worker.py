@@ -253,8 +253,9 @@ class Worker:
         return True
 
     async def _take(self, task: wire.Task, tasks: trio.Nursery) -> None:
-        """Run a pushed task; a task pushed again after a resume that is already running (or
-        already answered) is not run twice."""
+        """Run a pushed task; a task sent again after a resume (``resent``) that is already
+        running, or whose result waits for its ack, is not run twice (the result is sent
+        again instead). A resent token this worker does not know lost its first frame: it runs."""
         if task.token in self._running:
             return
         if task.token in self._outbox:
