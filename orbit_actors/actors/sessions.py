@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from ..crashpoints import crash_point
 from ..decide.transitions import Verdict
 from ..errors import OrbitError
 from ..history.events import ErrorInfo
@@ -266,6 +267,8 @@ class Connection:
         except OrbitError as exc:
             self._error(exc.code, exc.message, message.id)
             return
+        if verdict.accepted:
+            crash_point("result-before-ack")
         self.send(
             wire.Ack(
                 token=verdict.token, accepted=verdict.accepted, reason=verdict.reason,
