@@ -45,6 +45,7 @@ class Load:
     def __init__(self, server: ServerProcess, prefix: str) -> None:
         self.server, self.prefix = server, prefix
         self.acknowledged: list[str] = []
+        self.sent = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run)
 
@@ -60,7 +61,7 @@ class Load:
         n = 0
         while not self._stop.is_set():
             execution_id = f"{self.prefix}-{n}"
-            n += 1
+            n = self.sent = n + 1
             body = {"workflow": "naps", "input": {"n": execution_id}, "execution_id": execution_id}
             try:
                 answer = httpx.post(f"{self.server.url}/v1/executions", json=body, timeout=10)
