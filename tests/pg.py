@@ -86,10 +86,12 @@ class PostgresServer:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start_postgres(*, durable: bool = False) -> PostgresServer | None:
+def start_postgres(
+    *, durable: bool = False, settings: tuple[str, ...] = ()
+) -> PostgresServer | None:
     """A new server, or None (the reason in UNAVAILABLE) where PostgreSQL or psycopg is
     missing. Tests leave durability off; ``durable`` keeps PostgreSQL's defaults (fsync and
-    synchronous_commit on), for measuring."""
+    synchronous_commit on), for measuring. ``settings`` (``name=value``) come last and win."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -111,19 +113,59 @@ def start_postgres(*, durable: bool = False) -> PostgresServer | None:
     )  # fmt: skip
     if made.returncode != 0:
         raise RuntimeError(f"initdb failed: {made.stderr[-2000:]}")
-    port = _free_port()
-    settings = ["max_connections=200", "shared_buffers=64MB"]
+    chosen = ["max_connections=200", "shared_buffers=64MB"]
     if not durable:
-        settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+        chosen += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+    return _run(binaries, folder, data, [*chosen, *settings])
+
+
+def _run(binaries: Path, folder: Path, data: Path, settings: list[str]) -> PostgresServer:
+    port = _free_port()
     command: list[str | Path] = [binaries / "postgres", "-D", data, "-h", "127.0.0.1", "-p",
                                  str(port), "-k", folder,
                                  *[a for s in settings for a in ("-c", s)]]  # fmt: skip
-    log = open(folder / "postgres.log", "wb")  # noqa: SIM115 - the server's for its life
+    log = open(folder / "postgres.log", "ab")  # noqa: SIM115 - the server's for its life
     # cwd: the user PostgreSQL runs as may not be able to enter the tests' folder (/root/...)
-    process = subprocess.Popen(command, stdout=log, stderr=log, cwd=folder, **as_user)
+    process = subprocess.Popen(command, stdout=log, stderr=log, cwd=folder, **_run_as())
     server = PostgresServer(folder, port, process)
     _wait_ready(server)
     return server
+
+
+REPLICATED = ("synchronous_commit=on", "synchronous_standby_names=*")
+"""Settings of a primary whose commits return once its streaming replica has them (so a
+failover loses nothing acknowledged); fsync stays off: the tests kill processes, not power."""
+
+
+def start_replica(primary: PostgresServer) -> PostgresServer:
+    """A streaming replica of ``primary`` (``pg_basebackup -R``), a hot standby on a port of
+    its own; ``pg_ctl promote`` (:func:`promote`) makes it the primary."""
+    binaries = _binaries()
+    assert binaries is not None
+    folder = Path(tempfile.mkdtemp(prefix="orbit-pg-replica-"))
+    as_user = _run_as()
+    if as_user:
+        os.chown(folder, as_user["user"], as_user["group"])
+    data = folder / "data"
+    copied = subprocess.run(
+        [binaries / "pg_basebackup", "-D", data, "-h", "127.0.0.1", "-p", str(primary.port),
+         "-U", SUPERUSER, "-R", "-X", "stream", "--no-sync"],
+        capture_output=True, text=True, cwd=folder, **as_user,
+    )  # fmt: skip
+    if copied.returncode != 0:
+        raise RuntimeError(f"pg_basebackup failed: {copied.stderr[-2000:]}")
+    # no synchronous standby of its own: once promoted it is alone, and a commit waiting for a
+    # standby that does not exist would wait for ever
+    settings = ["max_connections=200", "shared_buffers=64MB", "fsync=off"]
+    return _run(binaries, folder, data, settings)
+
+
+def promote(replica: PostgresServer) -> None:
+    """Make the replica the primary and wait until it takes writes."""
+    binaries = _binaries()
+    assert binaries is not None
+    subprocess.run([binaries / "pg_ctl", "promote", "-w", "-D", replica.folder / "data"],
+                   check=True, capture_output=True, cwd=replica.folder, **_run_as())  # fmt: skip
 
 
 def _wait_ready(server: PostgresServer, timeout: float = 60.0) -> None:

@@ -60,3 +60,15 @@ def test_bench_endpoints_prints_its_json_line() -> None:
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(line) == {"server_cpu_ms", "ratio_to_healthz"}
     assert {"healthz", "start", "describe_finished", "wait_finished"} <= set(line["server_cpu_ms"])
+
+
+def test_bench_faults_prints_a_line_of_counts_per_fault() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "faults.py"), "--only", "crash:result-before-ack"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert line["fault"] == "crash:result-before-ack"
+    assert line["lost"] == line["resolved_twice"] == 0
+    assert line["acknowledged"] == line["completed"] > 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "orbit_actors"
-ORDER = ["http", "errors", "ir", "history", "decide", "wire", "mailbox", "store", "views", "api", "observe", "actors", "supervisor",
+ORDER = ["http", "errors", "crashpoints", "ir", "history", "decide", "wire", "mailbox", "store", "views", "api", "observe", "actors", "supervisor",
          "runtime", "server", "worker", "client", "cli", "testing"]  # fmt: skip
 PURE = {"ir", "history", "decide", "wire"}
 FORBIDDEN_IN_PURE = {"trio", "sqlite3", "socket", "httpx", "asyncio", "threading", "psycopg",

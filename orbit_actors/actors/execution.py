@@ -17,6 +17,7 @@ from typing import Any
 
 import trio
 
+from ..crashpoints import crash_point
 from ..decide import operate
 from ..decide import transitions as pure
 from ..decide.decider import decide_to_fixpoint, next_wakeup
@@ -276,6 +277,7 @@ class ExecutionActor:
         return verdict
 
     async def _on_offer(self, c: cmd.OfferDispatch) -> None:
+        crash_point("answer-before-dispatch")
         events = pure.dispatch(
             self.state, self.definition, c.key, attempt=c.attempt, token=c.token,
             worker_id=c.worker_id, session=c.session_id, now=self._now(),

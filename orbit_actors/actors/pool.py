@@ -273,7 +273,7 @@ class WorkerPool:
             member = self._members[session_id] = _Member(worker_id, [], 0, None)
         self._reserve(member, session_id, task.token, since_ms).task = task
         if member.send is not None:  # resumed before its execution was back: it may lack it
-            member.send(task)
+            member.send(task.again())
 
     def holder(self, token: str) -> str | None:
         """The session holding ``token``, if any."""

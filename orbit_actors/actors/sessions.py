@@ -19,8 +19,9 @@ from typing import Any
 
 import trio
 
+from ..crashpoints import crash_point
 from ..decide.transitions import Verdict
-from ..errors import OrbitError
+from ..errors import OrbitError, StorageError
 from ..history.events import ErrorInfo
 from ..store.base import WorkerRecord
 from ..wire import messages as wire
@@ -224,7 +225,9 @@ class Connection:
             return
         manager = self.manager
         manager.seen(session)
-        await manager.ports.touch_worker(session.worker_id, manager.ports.clock.now_ms())
+        await _best_effort(
+            manager.ports.touch_worker(session.worker_id, manager.ports.clock.now_ms())
+        )
         await _HANDLERS[type(message)](self, session, message)
 
     def closed(self) -> None:
@@ -266,6 +269,8 @@ class Connection:
         except OrbitError as exc:
             self._error(exc.code, exc.message, message.id)
             return
+        if verdict.accepted:
+            crash_point("result-before-ack")
         self.send(
             wire.Ack(
                 token=verdict.token, accepted=verdict.accepted, reason=verdict.reason,
@@ -299,8 +304,10 @@ class Connection:
         ports = manager.ports
         now = ports.clock.now_ms()
         contracts = [{"task_name": t, "contract_version": v} for t, v in session.contracts]
-        await ports.record_worker(
-            WorkerRecord(message.worker_id, message.runtime, message.sdk, contracts, now, now)
+        await _best_effort(
+            ports.record_worker(
+                WorkerRecord(message.worker_id, message.runtime, message.sdk, contracts, now, now)
+            )
         )
         self.send(wire.Registered(
             worker_session_id=session.id, heartbeat_interval_ms=manager.heartbeat_ms,
@@ -315,7 +322,7 @@ class Connection:
         pool = manager.pool
         if resumed:  # a task frame may have been lost with the connection (or the server)
             for task in list(pool.pushed(session.id)):
-                self.send(task)
+                self.send(task.again())
         cancelled = pool.cancelled(session.id)
         if cancelled:
             self.send(wire.Cancel(tokens=list(cancelled), reason=next(iter(cancelled.values()))))
@@ -359,6 +366,16 @@ class Connection:
         )
         manager.sessions[session.id] = session
         return session, False, warnings
+
+
+async def _best_effort(write: Awaitable[None]) -> None:
+    """The worker registry is what ``GET /v1/workers`` shows, not what the protocol needs: a
+    store that cannot write it now (a full disk) must not refuse a registration or drop the
+    message that came with a sign of life."""
+    try:
+        await write
+    except StorageError as exc:
+        log.warning("could not record a worker's registration or sign of life: %s", exc)
 
 
 _Handler = Callable[[Connection, WorkerSession, Any], Awaitable[None]]

@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import trio
 
+from ..crashpoints import crash_point
 from ..errors import OwnershipLostError, StorageError
 from ..history.events import events_to_json
 from .base import AlreadyStored, Commit, StoreStatistics
@@ -244,6 +245,7 @@ class GroupWriter(Generic[C]):
                 if self._batcher is not None:
                     self._batcher.settle(committed=True)
                 self._count(batch)
+                crash_point("commit-before-answer")
             break
         self._wake(batch)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import trio
 
+from ..crashpoints import crash_point
 from ..errors import LeaseLostError, StorageError
 from ..store.cluster import Cluster, ServerRecord, Takeover
 from .forwarding import Forwarder
@@ -65,6 +66,7 @@ async def _take_over(cluster: Cluster, adopt: Callable[[Takeover], None]) -> Non
         log.warning("takeover failed (tried again in %.1f s): %s", cluster.lease_s / 3, exc)
         return
     if taken.servers:
+        crash_point("takeover-before-commit")
         log.warning(
             "took over %d executions of server(s) %s whose lease expired",
             len(taken.executions), ", ".join(taken.servers),

@@ -41,6 +41,7 @@ from .router import Remote, Router
 
 log = logging.getLogger("orbit.cluster")
 CLAIM_BATCH = 256
+FLUSH_RETRY_FIRST_S, FLUSH_RETRY_MAX_S = 0.1, 5.0  # a failed publication is tried again
 LOST_SERVER = "the server its worker was connected to stopped"
 
 
@@ -110,15 +111,35 @@ class TaskSharing(Remote):
             task_status.started()
 
     async def _flushing(self) -> None:
+        delay = FLUSH_RETRY_FIRST_S
         while True:
             await self._flush.wait()
             self._flush = trio.Event()
-            publish, withdraw = list(self._publish.values()), list(self._withdraw.values())
+            publish, withdraw = self._publish, self._withdraw
             self._publish, self._withdraw = {}, {}
             try:
-                await self._cluster.share(publish, withdraw)
+                await self._cluster.share(list(publish.values()), list(withdraw.values()))
             except OrbitError as exc:  # the units wait here as before; only sharing is late
-                log.warning("could not publish %d ready units: %s", len(publish), exc)
+                log.warning("could not publish %d ready units (trying again in %.1f s): %s",
+                            len(publish), delay, exc)  # fmt: skip
+                self._unflushed(publish, withdraw)
+                await trio.sleep(delay)  # a backoff: the database is away (failing over)
+                delay = min(FLUSH_RETRY_MAX_S, delay * 2)
+                self._flush.set()
+            else:
+                delay = FLUSH_RETRY_FIRST_S
+
+    def _unflushed(
+        self, publish: dict[tuple[str, str, int], ReadyTask],
+        withdraw: dict[tuple[str, str, int], ReadyTask],
+    ) -> None:  # fmt: skip
+        """A flush failed: its publications and withdrawals go out with the next one (a unit
+        handed to a session here meanwhile is neither published nor withdrawn)."""
+        for key, ready in publish.items():
+            if self._withdraw.pop(key, None) is None:
+                self._publish.setdefault(key, ready)
+        for key, gone in withdraw.items():
+            self._withdraw.setdefault(key, gone)
 
     async def _claiming(self) -> None:
         while True:

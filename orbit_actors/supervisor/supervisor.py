@@ -11,6 +11,7 @@ only by an explicit call.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,6 +28,7 @@ from ..errors import (
     OrbitError,
     OwnershipLostError,
     QuarantinedError,
+    StorageError,
 )
 from ..history.events import Event
 from ..history.state import ExecutionState
@@ -36,6 +38,10 @@ from .registry import Registry
 
 log = logging.getLogger("orbit.supervisor")
 Loaded = tuple[ExecutionState, CompiledDefinition]
+
+
+STORE_BACKOFF_CAP = 5.0
+"""The longest wait, in seconds, before an actor stopped by a storage error is respawned."""
 
 
 class Loader(Protocol):
@@ -192,6 +198,7 @@ class Supervisor:
         # cancel status of its starting scope for its whole life, and actors live long
         execution_id = state.execution_id
         resumed = False
+        storage_errors = 0  # met while in memory: each respawn waits longer (STORE_BACKOFF_CAP)
         while True:
             actor = ExecutionActor(self._ports, definition, state, mailbox)
             try:
@@ -207,9 +214,20 @@ class Supervisor:
                 if created is not None and not actor.started:
                     status.fail(exc)  # nothing is stored: there is nothing to respawn
                     return
-                log.exception("execution %s crashed", execution_id)
                 if actor.current is not None and actor.current.reply is not None:
-                    actor.current.reply.fail(ActorCrashedError(f"execution `{execution_id}`", exc))
+                    failure = exc if isinstance(exc, StorageError) else None
+                    actor.current.reply.fail(
+                        failure or ActorCrashedError(f"execution `{execution_id}`", exc)
+                    )
+                if isinstance(exc, StorageError):  # the store's fault, not the execution's
+                    storage_errors += 1
+                    self.stats.restarts += 1
+                    state, definition = await self._after_storage_error(
+                        execution_id, exc, storage_errors
+                    )
+                    created, resumed = None, False
+                    continue
+                log.exception("execution %s crashed", execution_id)
                 if self._spent(execution_id):
                     self._quarantine(execution_id, mailbox, exc)
                     status.started()
@@ -226,6 +244,22 @@ class Supervisor:
                 continue
             self._gone(execution_id, mailbox)
             return
+
+    async def _after_storage_error(
+        self, execution_id: str, exc: StorageError, count: int
+    ) -> tuple[ExecutionState, CompiledDefinition]:
+        """An actor stopped because the store could not write (a full disk, a database failing
+        over): respawned from what is durable once the store reads again, after a backoff, and
+        never quarantined for it — the execution did nothing wrong."""
+        if count == 1:
+            log.warning("execution %s waits for the store: %s", execution_id, exc)
+        for attempt in itertools.count(count - 1):
+            await trio.sleep(min(STORE_BACKOFF_CAP, 0.1 * 2 ** min(attempt, 10)))  # a backoff
+            try:
+                return await self._load(execution_id)
+            except StorageError as again:
+                log.warning("execution %s still waits for the store: %s", execution_id, again)
+        raise AssertionError("unreachable")
 
     def _spent(self, execution_id: str) -> bool:
         now = trio.current_time()

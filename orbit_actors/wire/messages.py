@@ -169,6 +169,13 @@ class Task(_ServerMessage):
     redelivery: bool
     deadline_ms: int | None = None
     timeout_ms: int | None = None
+    resent: bool = False
+    """The same token sent again to the same session (after a resume): a worker already running
+    it, or holding its result, must not start it again (an extension of the spec)."""
+
+    def again(self) -> Task:
+        """This task as it is sent again to the session that holds it."""
+        return self.model_copy(update={"resent": True})
 
 
 class Ack(_ServerMessage):
@@ -225,9 +232,14 @@ ServerMessage = (
     Registered | Task | Ack | HeartbeatAck | Cancel | CreditAck | Unregistered | ErrorMessage
 )
 _OPTIONAL = frozenset({"ref", "deadline_ms", "timeout_ms", "reason"})
+_ONLY_WHEN_TRUE = frozenset({"resent"})  # a task sent for the first time looks as the spec shows
 
 
 def encode(message: ServerMessage) -> dict[str, Any]:
     """The JSON object of a server message (absent optional fields left out)."""
     data = message.model_dump(mode="json")
-    return {k: v for k, v in data.items() if not (k in _OPTIONAL and v is None)}
+    return {
+        k: v
+        for k, v in data.items()
+        if not (k in _OPTIONAL and v is None) and not (k in _ONLY_WHEN_TRUE and v is False)
+    }

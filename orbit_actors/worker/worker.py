@@ -4,9 +4,10 @@ the tasks the server pushes and reports their results (worker-protocol.md).
 Tasks run in a nursery that outlives connections: when the connection drops, running tasks go
 on, their results wait in an outbox, and the worker reconnects (jittered exponential backoff)
 and resumes its session, so those results are accepted as late results. A result leaves the
-outbox only once the server has acknowledged it (it is durable then). A cancel from the server
-cancels the task's scope. ``run()`` drains on Ctrl-C or SIGTERM: no new tasks, the running ones
-finish (up to a grace period), then the worker unregisters.
+outbox only once the server has acknowledged it (it is durable then); one the server could not
+record (``STORAGE_ERROR``: a full disk, a database failing over) is sent again after a backoff.
+A cancel from the server cancels the task's scope. ``run()`` drains on Ctrl-C or SIGTERM: no
+new tasks, the running ones finish (up to a grace period), then the worker unregisters.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ _SERVER_MESSAGE: TypeAdapter[wire.ServerMessage] = TypeAdapter(
     Annotated[wire.ServerMessage, Field(discriminator="type")]
 )
 DEFAULT_WORKER_URL = "ws://127.0.0.1:7233"
+
+
+RESULT_RETRIED_ON = frozenset({"STORAGE_ERROR", "OWNER_UNAVAILABLE"})
+"""Refusals of a result that say nothing was recorded and the server may manage later: the
+result stays in the outbox and is sent again (jittered backoff up to 5 s) until acknowledged."""
 
 
 class WorkerRefused(Exception):
@@ -103,6 +109,7 @@ class Worker:
         self._ws: Connection | None = None
         self._stopping = False
         self._unregistered: trio.Event | None = None
+        self._retry_backoff = _Backoff()  # results the server could not record yet
 
     def task(self, name: str, *, version: str = "1") -> Callable[[Callable[..., Any]], Any]:
         """Register the decorated function as ``name@version``."""
@@ -266,11 +273,12 @@ class Worker:
             self._cancel(message.cancel)
         elif isinstance(message, wire.Ack):
             self._outbox.pop(message.token, None)
+            self._retry_backoff.reset()
             if not message.accepted:
                 log.info("result for %s not accepted: %s", message.token, message.reason)
             self._check_idle()
         elif isinstance(message, wire.ErrorMessage):
-            await self._on_error(message)
+            await self._on_error(message, tasks)
         elif isinstance(message, wire.Unregistered):
             assert self._unregistered is not None
             self._unregistered.set()
@@ -278,8 +286,9 @@ class Worker:
         return True
 
     async def _take(self, task: wire.Task, tasks: trio.Nursery) -> None:
-        """Run a pushed task; a task pushed again after a resume that is already running (or
-        already answered) is not run twice."""
+        """Run a pushed task; a task sent again after a resume (``resent``) that is already
+        running, or whose result waits for its ack, is not run twice (the result is sent
+        again instead). A resent token this worker does not know lost its first frame: it runs."""
         if task.token in self._running:
             return
         if task.token in self._outbox:
@@ -288,9 +297,13 @@ class Worker:
         scope = self._running[task.token] = trio.CancelScope()
         tasks.start_soon(self._run_task, task, scope)
 
-    async def _on_error(self, message: wire.ErrorMessage) -> None:
+    async def _on_error(self, message: wire.ErrorMessage, tasks: trio.Nursery) -> None:
         token = message.ref if isinstance(message.ref, str) else None
-        if token in self._outbox and message.code == "PAYLOAD_TOO_LARGE":
+        if token in self._outbox and message.code in RESULT_RETRIED_ON:
+            log.warning("result for %s not recorded yet (%s): %s; sending it again",
+                        token, message.code, message.message)  # fmt: skip
+            tasks.start_soon(self._send_again, token, self._retry_backoff.next())
+        elif token in self._outbox and message.code == "PAYLOAD_TOO_LARGE":
             self._outbox[token] = _result(token, {"error": {
                 "code": "OUTPUT_TOO_LARGE", "message": message.message, "retryable": False,
             }})  # fmt: skip
@@ -301,6 +314,13 @@ class Worker:
             self._check_idle()
         else:
             log.warning("server error: %s %s", message.code, message.message)
+
+    async def _send_again(self, token: str, delay: float) -> None:
+        """A result the server could not record (its store failed) is sent again after a
+        backoff, unless it was acknowledged meanwhile (a reconnection sends it too)."""
+        await trio.sleep(delay)  # a backoff: the store needs time (space freed, failover)
+        if token in self._outbox:
+            await self._send(self._outbox[token])
 
     def _cancel(self, tokens: list[str]) -> None:
         for token in tokens:

@@ -39,6 +39,7 @@ class ServerProcess:
         self.url = ""
         self.port = 0
         self._log: IO[str] | None = None
+        self.env: dict[str, str] = {}  # extra environment of the next start (ORBIT_CRASH_AT)
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
         """Start (on the port of the previous start, if any) and wait until ready."""
@@ -48,7 +49,8 @@ class ServerProcess:
                    "--bind", bind, "--log-level", "warning", *self.args]  # fmt: skip
         self._log = open(self.folder / "server.log", "a")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=self._log, text=True, env=_environment(),
+            command, stdout=subprocess.PIPE, stderr=self._log, text=True,
+            env=_environment(self.env),
             cwd=self.folder,
         )  # fmt: skip
         assert self.process.stdout is not None

@@ -155,6 +155,23 @@ async def test_a_session_resumed_within_the_timeout_keeps_its_tasks(
         nursery.cancel_scope.cancel()
 
 
+async def test_a_resumed_session_gets_its_tasks_again_marked_resent_with_the_same_token(
+    runtime: Runtime, autojump_clock: MockClock
+) -> None:
+    await started(runtime)
+    async with trio.open_nursery() as nursery:
+        worker, task = await holding(nursery, runtime, "w1", [("t", "1")])
+        assert task.resent is False and "resent" not in wire.encode(task)
+        worker.connection.closed()
+        back = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
+        await back.register(resume=worker.session_id)
+        (again,) = back.tasks
+        assert again.token == task.token and again.idempotency_key == task.idempotency_key
+        assert again.resent is True and again.redelivery is False
+        assert wire.encode(again)["resent"] is True
+        nursery.cancel_scope.cancel()
+
+
 async def test_resuming_closes_the_connection_still_holding_the_session(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:

@@ -9,7 +9,13 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from orbit_actors.errors import ActorGoneError, NotQuarantinedError, QuarantinedError
+from orbit_actors.actors import execution as execution_module
+from orbit_actors.errors import (
+    ActorGoneError,
+    NotQuarantinedError,
+    QuarantinedError,
+    StorageError,
+)
 from orbit_actors.mailbox import Command, Reply
 from orbit_actors.runtime import Runtime
 from orbit_actors.testing import FakeWorker
@@ -118,4 +124,34 @@ async def test_a_child_finishing_while_its_parent_is_respawned_is_not_lost(
         await worker.answer(worker.tasks[0])  # ... while its child finishes
         assert (await runtime.wait("p", 60)).status == "completed"
         assert (await runtime.describe("p")).output == {"ok": True}
+        nursery.cancel_scope.cancel()
+
+
+@dataclass(eq=False)
+class StoreFails(Command):
+    """Handled as if the store could not write (a full disk)."""
+
+
+async def _store_fails(actor: object, command: StoreFails) -> None:
+    raise StorageError("could not write to test.db: the disk is full")
+
+
+async def test_an_actor_stopped_by_storage_errors_is_respawned_and_never_quarantined(
+    runtime: Runtime, autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(execution_module._HANDLERS, StoreFails, _store_fails)
+    await runtime.register_definition(WAITING)
+    await runtime.start("wf", execution_id="patient")
+    mailbox = runtime.supervisor.mailbox("patient")
+    assert mailbox is not None
+    for _ in range(10):  # twice the restart intensity, each one crashing the actor
+        mailbox.send_nowait(StoreFails())
+    await trio.sleep(60)
+    assert runtime.supervisor.stats.restarts == 10
+    assert runtime.supervisor.stats.quarantines == 0
+    await runtime.signal("patient", "go", 1)
+    worker = FakeWorker(runtime, "w1", [("t", "1")])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(worker.serve)
+        assert (await runtime.wait("patient", 60)).status == "completed"
         nursery.cancel_scope.cancel()

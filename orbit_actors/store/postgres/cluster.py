@@ -58,12 +58,22 @@ class _Connection:
 
     def _run(self, work: Callable[[Conn], T]) -> T:
         try:
-            if self._conn is None or self._conn.closed or self._conn.broken:
-                self._conn = connect(self._url, autocommit=True)
-                self._setup(self._conn)
-            return work(self._conn)
+            try:
+                return self._attempt(work)
+            except psycopg.OperationalError:
+                if self._conn is None or not self._conn.broken:
+                    raise
+            # the connection broke while idle (the database restarted or failed over, and a
+            # URL listing several hosts now leads to another): once more, on a new connection
+            return self._attempt(work)
         except psycopg.Error as exc:
             raise StorageError(f"{self._name}: {one_line(exc)}") from None
+
+    def _attempt(self, work: Callable[[Conn], T]) -> T:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = connect(self._url, autocommit=True)
+            self._setup(self._conn)
+        return work(self._conn)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -318,7 +328,7 @@ class _Listener:
         try:
             conn = self._open()
             self._catch_up(conn)
-        except psycopg.Error:
+        except (psycopg.Error, StorageError):  # connect() says StoreOpenError
             if conn is not None:
                 conn.close()
             return None

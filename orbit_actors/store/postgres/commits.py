@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
+from ...crashpoints import crash_point
 from ..base import ExecutionRow
 from ..group import CommitWork, RetryBatch
 from ..rules import check_commit
@@ -110,6 +111,7 @@ class CommitBatcher:
         inserted = conn.execute(*_columns(_UPSERT_EXECUTIONS, list(staged.summaries.values())))
         if staged.new - {i for i, fresh in inserted.fetchall() if fresh}:
             raise RetryBatch()
+        crash_point("group-commit")
         _send(conn, _INSERT_SEGMENTS, staged.segments)
 
     def settle(self, committed: bool) -> None:

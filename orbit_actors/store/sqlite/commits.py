@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, NamedTuple
 
+from ...crashpoints import crash_point
 from ..base import TERMINAL_STATUSES, Commit
 from ..group import CommitWork
 from ..rules import check_commit
@@ -96,6 +97,7 @@ class CommitBatcher:
             summaries.append(self._summarize(commit, current, head))
         insert_rows(conn, _ARCHIVE_RUNS, archived)
         insert_rows(conn, _INSERT_SEGMENTS, segments)
+        crash_point("group-commit")
         insert_rows(conn, _UPSERT_EXECUTIONS, summaries)
 
     def settle(self, committed: bool) -> None:

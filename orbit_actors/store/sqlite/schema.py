@@ -74,10 +74,16 @@ MIGRATIONS: Sequence[Sequence[str]] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
+"""The size the WAL is cut back to when a checkpoint starts it again (SQLite keeps a WAL at its
+largest otherwise): about the 1,000 pages of SQLite's automatic checkpoint."""
+
+
 def connect(path: Path, synchronous: Synchronous, *, writer: bool) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL, the asked durability."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=writer, timeout=30)
     conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":
         raise StoreOpenError(

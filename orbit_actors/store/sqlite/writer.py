@@ -1,6 +1,12 @@
 """Group commit on SQLite (see :mod:`..group`): one writer connection on one dedicated thread,
 every waiting request in one ``BEGIN IMMEDIATE`` transaction, one fsync under
-``synchronous=FULL``."""
+``synchronous=FULL``.
+
+A full disk (``SQLITE_FULL``) fails the batch with a ``StorageError`` that says so. The WAL is
+what grows: until its next checkpoint it holds every page written since the last one, so after a
+full-disk error each later batch first tries a truncating checkpoint (``wal_checkpoint(TRUNCATE)``,
+which copies the WAL into the database and gives its space back); once space was freed that
+succeeds and the WAL starts again from nothing. No restart is needed."""
 
 from __future__ import annotations
 
@@ -24,9 +30,13 @@ class SqliteEngine:
     def __init__(self, connect: Callable[[], sqlite3.Connection], describe: str) -> None:
         self.connect = connect
         self._describe = describe
+        self.disk_was_full = False  # a truncating checkpoint is due before the next batch
 
     def begin(self, conn: sqlite3.Connection) -> None:
-        """Take the write lock at once."""
+        """Take the write lock at once (after giving the WAL's space back, if the disk was
+        full)."""
+        if self.disk_was_full:
+            self.disk_was_full = not _truncate_wal(conn)
         conn.execute("BEGIN IMMEDIATE")
 
     def commit(self, conn: sqlite3.Connection) -> None:
@@ -48,9 +58,25 @@ class SqliteEngine:
 
     def as_error(self, exc: BaseException) -> BaseException:
         """sqlite3 errors become StorageError naming the file."""
-        if isinstance(exc, sqlite3.Error) and not isinstance(exc, StorageError):
-            return StorageError(f"could not write to {self._describe}: {exc}")
-        return exc
+        if not isinstance(exc, sqlite3.Error) or isinstance(exc, StorageError):
+            return exc
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            self.disk_was_full = True
+            return StorageError(
+                f"could not write to {self._describe}: the disk is full; nothing of this "
+                "request was written: free space and try again (the server carries on by itself)"
+            )
+        return StorageError(f"could not write to {self._describe}: {exc}")
+
+
+def _truncate_wal(conn: sqlite3.Connection) -> bool:
+    """Checkpoint the whole WAL and truncate it to nothing; False when it could not be done yet
+    (still no space, or a reader holds an old snapshot)."""
+    try:
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.Error:
+        return False
+    return not busy
 
 
 class GroupWriter(_GroupWriter[sqlite3.Connection]):
