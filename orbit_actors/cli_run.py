@@ -8,6 +8,7 @@ import importlib.util
 import logging
 import os
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--passivate-after", default="10s",
                         help="an execution with nothing near to do leaves memory after this "
                              "long without a command (a duration; 0s: never)")  # fmt: skip
+    parser.add_argument("--schedule-to-start", type=_duration_flag("--schedule-to-start"),
+                        default=None, metavar="DURATION",
+                        help="a unit no worker took within this fails its attempt with "
+                             "SCHEDULE_TIMEOUT, for tasks that declare no schedule_to_start "
+                             "(default: wait forever)")  # fmt: skip
     parser.add_argument("--synchronous", choices=["full", "normal"], default="full",
                         help="SQLite durability: full survives power loss (default)")  # fmt: skip
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
@@ -77,6 +83,19 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     auth.add_argument("--keyfile", type=Path, help="the certificate's private key (PEM)")
 
 
+def _duration_flag(flag: str) -> Callable[[str], int]:
+    """An argparse type reading a duration for ``flag``; argparse names the flag and exits 2
+    when the value is malformed."""
+
+    def duration(text: str) -> int:
+        try:
+            return parse_duration(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return duration
+
+
 def server_options(args: argparse.Namespace) -> Any:
     """ServerOptions from the parsed flags; a bad value is an InvalidRequestError."""
     from .server import ServerOptions
@@ -100,6 +119,7 @@ def server_options(args: argparse.Namespace) -> Any:
         session_timeout_ms=session_timeout,
         enable_http_adapter=args.enable_http_adapter,
         passivation=Passivation(idle_s=passivate_after / 1000) if passivate_after else None,
+        schedule_to_start_ms=args.schedule_to_start or None,
     )
     if (args.certfile is None) != (args.keyfile is None):
         raise InvalidRequestError("TLS needs both --certfile and --keyfile")

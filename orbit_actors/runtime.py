@@ -70,6 +70,7 @@ class RuntimeConfig:
     mailbox_capacity: int = 1024
     passivation: Passivation | None = field(default_factory=Passivation)
     forward_margin_s: float = 10.0  # a forwarded command waits the lease time and this long
+    schedule_to_start_ms: int | None = None  # for tasks that declare no schedule_to_start
 
 
 GC_THRESHOLDS = (100_000, 50, 100)
@@ -129,7 +130,7 @@ async def open_runtime(
     of this server."""
     config = config or RuntimeConfig()
     clock = clock or Clock()
-    definitions = DefinitionRegistry(store)
+    definitions = DefinitionRegistry(store, config.schedule_to_start_ms)
     await definitions.load()
     async with trio.open_nursery() as nursery:
         parts = _wire(nursery, store, config, clock, definitions, tracer, cluster, address)
