@@ -136,17 +136,18 @@ def _api(function: Any) -> Any:
 
 # -- commands ----------------------------------------------------------------------------
 def _deploy_files(client: Client, args: argparse.Namespace) -> int:
-    answers = deploy_paths(client, args.files, quiet=args.json)
+    answers = deploy_paths(client, args.files, quiet=args.json, warn=True)
     if args.json:
         print(json.dumps([_plain(answer) for answer in answers], indent=2))
     return 0
 
 
 def deploy_paths(
-    client: Client, paths: list[Path], *, quiet: bool = False
+    client: Client, paths: list[Path], *, quiet: bool = False, warn: bool = False
 ) -> list[DefinitionRegistered]:
     """Check every file, then register them children first; returns the API's answers. A
-    file with problems prints them and deploys nothing (ApiError ``INVALID_IR``)."""
+    file with problems prints them and deploys nothing (ApiError ``INVALID_IR``). With
+    ``warn``, each task no worker has ever announced is named on stderr."""
     loaded: list[tuple[Path, Definition, str]] = []
     for path in paths:
         text = _read(path)
@@ -159,6 +160,7 @@ def deploy_paths(
             raise ApiError("INVALID_IR", invalid) from None
         loaded.append((path, definition, text))
     names = {(d.workflow, d.version) for _, d, _ in loaded}
+    definitions = [d for _, d, _ in loaded]
     answers = []
     while loaded:  # children first: a file whose children among the files are all deployed
         ready = [item for item in loaded if not _children_left(item[1], names)]
@@ -171,7 +173,30 @@ def deploy_paths(
             what = "created" if answer.created else "unchanged"
             name = f"{answer.name}@{answer.version}"
             print(f"{what:9}  {name:28}  {answer.definition_hash[:12]}  {path}")
+    if warn:
+        _warn_unannounced(client, definitions)
     return answers
+
+
+def _warn_unannounced(client: Client, definitions: list[Definition]) -> None:
+    """A warning on stderr for each task of ``definitions`` no worker has ever announced: its
+    units would wait (with reason ``no_worker``) until one does."""
+    announced = {
+        (c.get("task_name"), c.get("contract_version"))
+        for worker in client.workers()
+        for c in worker.contracts
+    }
+    warned: set[tuple[str, str]] = set()
+    for definition in definitions:
+        for task, contract in definition.tasks.items():
+            if (task, contract.version) in announced | warned:
+                continue
+            warned.add((task, contract.version))
+            print(
+                f"warning: no worker has ever announced {task}@{contract.version} (used by "
+                f"{definition.workflow}@{definition.version}); its units will wait for one",
+                file=sys.stderr,
+            )
 
 
 def _children_left(definition: Definition, names: set[tuple[str, str]]) -> bool:

@@ -28,6 +28,7 @@ from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
+from .actors.task_board import TaskBoard, waiting_counts
 from .decide.query import evaluate_query
 from .decide.transitions import ServerLimits, Verdict
 from .errors import RunNotFoundError, StorageError
@@ -50,6 +51,7 @@ from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
+from .views.models import TaskStatus
 
 T = TypeVar("T")
 
@@ -180,7 +182,8 @@ def _wire(
     pool = WorkerPool(
         offer=lambda offer: (
             sharing.offer(offer) if sharing is not None and offer.remote else registry.offer(offer)
-        )
+        ),
+        now_ms=clock.now_ms,
     )
     registry = Registry(
         nursery, store, pool.settle, config.mailbox_capacity, clock=clock,
@@ -314,6 +317,7 @@ def _snapshot(parts: _Parts) -> Snapshot:
         store_batches=store.batches,
         store_events=store.events,
         store_largest_batch=store.largest_batch,
+        units_waiting=waiting_counts(parts.pool),
     )
 
 
@@ -333,6 +337,7 @@ class Runtime:
         self.sessions = parts.sessions
         self.scheduler = parts.scheduler
         self.metrics = parts.metrics
+        self.task_board = TaskBoard(parts.pool, parts.store, parts.definitions, parts.clock.now_ms)
         self._starter = parts.starter
         self._load = parts.load
         self.membership = parts.membership
@@ -441,10 +446,16 @@ class Runtime:
         answered, detail = await self.registry.ask(execution_id, cmd.Describe(reply=Reply()))
         if answered:
             live: ExecutionDetail = detail
-            return live
+            return await self.task_board.explain(live)
         state, definition = await self._final_or_stored(execution_id)
         quarantined = self.registry.quarantined.get(execution_id)
-        return describe(state, definition, quarantined is not None, quarantined)
+        stored = describe(state, definition, quarantined is not None, quarantined)
+        return await self.task_board.explain(stored)
+
+    async def tasks(self) -> list[TaskStatus]:
+        """Every task version a registered workflow uses or an online worker serves, with
+        what waits for it here."""
+        return self.task_board.tasks()
 
     async def _final_or_stored(
         self, execution_id: str

@@ -74,6 +74,19 @@ class Held:
     cancelled: str | None = None
 
 
+@dataclass(eq=False)
+class TaskLoad:
+    """One task version as the pool sees it: the sessions (and their workers) taking it, their
+    capacity and tokens in use, and the units queued for it (the oldest queued when)."""
+
+    sessions: set[str] = field(default_factory=set)
+    workers: set[str] = field(default_factory=set)
+    capacity: int = 0
+    in_flight: int = 0
+    waiting: int = 0
+    oldest_since_ms: int | None = None
+
+
 @dataclass(eq=False, slots=True)
 class _Ready:
     order: int
@@ -82,6 +95,7 @@ class _Ready:
     attempt: int
     remote: bool = False  # claimed from the shared queue: another server owns the execution
     spilled: bool = False  # this server's unit, published to the shared queue while it waits
+    since_ms: int = 0  # when it was queued
 
 
 @dataclass(eq=False)
@@ -147,10 +161,14 @@ class WorkerPool:
     gone)."""
 
     def __init__(
-        self, offer: Callable[[Offer], str | None], sharing: Sharing | None = None
+        self,
+        offer: Callable[[Offer], str | None],
+        sharing: Sharing | None = None,
+        now_ms: Callable[[], int] = lambda: 0,
     ) -> None:
         self._offer = offer
         self.sharing = sharing
+        self._now_ms = now_ms
         self._queues: dict[QueueKey, deque[_Ready]] = {}
         self._servers: dict[QueueKey, dict[str, None]] = {}  # sessions taking work, per queue
         self._members: dict[str, _Member] = {}
@@ -162,6 +180,7 @@ class WorkerPool:
         """A unit is ready: hand it to a session with room, or queue it oldest-first."""
         key = queue_key(unit.task_name, unit.contract_version, unit.language)
         ready = _Ready(next(self._order), execution_id, unit.key, unit.attempt)
+        ready.since_ms = self._now_ms()
         for session_id in self._servers.get(key, ()):
             if self._members[session_id].free > 0:
                 self._hand(ready, session_id)
@@ -203,6 +222,26 @@ class WorkerPool:
                 self._reserve(member, session_id, token, now_ms)
                 return session_id, member.worker_id
         return None
+
+    def loads(self) -> dict[tuple[str, str], TaskLoad]:
+        """By ``(task, contract version)``: who serves it here and what waits for it."""
+        found: dict[tuple[str, str], TaskLoad] = {}
+        for (task, version, _), sessions in self._servers.items():
+            load = found.setdefault((task, version), TaskLoad())
+            for session_id in sessions:
+                if session_id not in load.sessions:
+                    member = self._members[session_id]
+                    load.sessions.add(session_id)
+                    load.workers.add(member.worker_id)
+                    load.capacity += member.capacity
+                    load.in_flight += member.used
+        for (task, version, _), queue in self._queues.items():
+            if queue:
+                load = found.setdefault((task, version), TaskLoad())
+                load.waiting += len(queue)
+                oldest = queue[0].since_ms
+                load.oldest_since_ms = min(load.oldest_since_ms or oldest, oldest)
+        return found
 
     def statistics(self) -> dict[str, int]:
         """Units waiting per task (``task@version``)."""

@@ -230,6 +230,11 @@ def workers() -> Call[list[m.Worker]]:
     return Call("GET", "/v1/workers", lambda raw: m.WorkerList.model_validate_json(raw).workers)
 
 
+def tasks() -> Call[list[m.TaskStatus]]:
+    """Every task version a workflow uses or a worker serves, and what waits for it."""
+    return Call("GET", "/v1/tasks", lambda raw: m.TaskList.model_validate_json(raw).tasks)
+
+
 def servers() -> Call[list[m.Server]]:
     """The servers sharing the store (one on SQLite), each with the executions it owns."""
     return Call("GET", "/v1/servers", lambda raw: m.ServerList.model_validate_json(raw).servers)

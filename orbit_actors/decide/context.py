@@ -12,6 +12,7 @@ from ..ir.durations import format_duration
 from ..ir.expressions import Scope
 from ..ir.jsontext import json_bytes
 from ..ir.plan import CompiledDefinition, StepPlan
+from .invocation import unit_task
 
 
 def error(
@@ -107,11 +108,7 @@ class Context:
 
     def task_of(self, key: str) -> str | None:
         """The worker task unit ``key`` runs (None for units no worker runs)."""
-        plan = self.plan_of(key)
-        if UnitKey.parse(key).role == "compensate":
-            found = plan.compensate
-            return found.task if found is not None and found.kind == "task" else None
-        return plan.step.task if plan.kind == "task" else None
+        return unit_task(self.definition, key)
 
     def plan_of(self, unit_key: str) -> StepPlan:
         """The step plan a unit key belongs to."""

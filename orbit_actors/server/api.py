@@ -252,6 +252,11 @@ async def list_workers(call: Call) -> Answer:
     return 200, {"workers": [body_of(worker) for worker in await call.runtime.workers()]}
 
 
+async def list_tasks(call: Call) -> Answer:
+    """Every task version, with its online workers and what waits for it."""
+    return 200, {"tasks": [body_of(task) for task in await call.runtime.tasks()]}
+
+
 async def list_servers(call: Call) -> Answer:
     """The servers sharing the store."""
     servers = await call.runtime.servers()
@@ -331,6 +336,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {202: m.Triggered}, errors=(404, 409, 429), tags=("schedules",)),
     Endpoint("GET", "/v1/workers", list_workers, "Every worker ever registered",
              {200: m.WorkerList}, tags=("workers",)),
+    Endpoint("GET", "/v1/tasks", list_tasks, "Task versions, their workers and what waits",
+             {200: m.TaskList}, tags=("workers",)),
     Endpoint("GET", "/v1/servers", list_servers, "The servers sharing the store",
              {200: m.ServerList}, tags=("servers",)),
     Endpoint("POST", "/v1/tasks/{token}/complete", complete_task, "Complete a task over HTTP",
