@@ -15,6 +15,7 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
     ├── ExecutionNotFoundError     NOT_FOUND               404
     ├── RunNotFoundError           RUN_NOT_FOUND           404
     ├── ExecutionFinishedError     EXECUTION_FINISHED      409
+    ├── ExecutionRunningError      EXECUTION_RUNNING       409  (finish it first)
     ├── NotQuarantinedError        NOT_QUARANTINED         409
     ├── UnknownSignalError         UNKNOWN_SIGNAL          404
     ├── SignalPayloadInvalidError  SIGNAL_PAYLOAD_INVALID  422
@@ -155,6 +156,15 @@ class RunNotFoundError(OrbitError):
     """The execution has no run with the number asked for."""
 
     code, status = "RUN_NOT_FOUND", 404
+
+
+class ExecutionRunningError(OrbitError):
+    """The execution has not finished, so it cannot be deleted (cancel it first)."""
+
+    code, status = "EXECUTION_RUNNING", 409
+
+    def __init__(self, execution_id: str) -> None:
+        super().__init__(f"execution `{execution_id}` is running; cancel or terminate it first")
 
 
 class ExecutionFinishedError(OrbitError):
