@@ -1,5 +1,6 @@
 """The ``orbit`` commands that talk to a server through :class:`~orbit_actors.client.Client`:
-deploy, start, show, list, workers, servers, signal, query, cancel, resume and ``schedule …``.
+deploy, start, show, list, workers, servers, signal, query, cancel, resume, delete and
+``schedule …``.
 Tables for people, ``--json`` for scripts; a refusal is one line with the API's code and
 message, and a non-zero exit."""
 
@@ -73,6 +74,10 @@ def add_api_commands(commands: Any) -> None:
     resume = _command(commands, "resume", "resume a quarantined execution")
     resume.add_argument("execution_id")
     resume.set_defaults(run=_resume)
+
+    delete = _command(commands, "delete", "delete a finished execution and its history now")
+    delete.add_argument("execution_id")
+    delete.set_defaults(run=_delete)
 
     _add_schedule_commands(commands)
 
@@ -358,6 +363,18 @@ def _cancel_execution(client: Client, args: argparse.Namespace) -> int:
 
 
 _cancel = _api(_cancel_execution)
+
+
+def _delete_execution(client: Client, args: argparse.Namespace) -> int:
+    client.delete(args.execution_id)
+    if args.json:
+        print(json.dumps({"execution_id": args.execution_id, "deleted": True}))
+    else:
+        print(f"{args.execution_id}: deleted")
+    return 0
+
+
+_delete = _api(_delete_execution)
 
 
 def _resume_execution(client: Client, args: argparse.Namespace) -> int:

@@ -54,6 +54,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
                         help="a unit no worker took within this fails its attempt with "
                              "SCHEDULE_TIMEOUT, for tasks that declare no schedule_to_start "
                              "(default: wait forever)")  # fmt: skip
+    parser.add_argument("--retention", type=_duration_flag("--retention"), default="30d",
+                        metavar="DURATION",
+                        help="finished executions are purged this long after they closed, "
+                             "unless their workflow says its own retention (0: keep forever; "
+                             "default 30d)")  # fmt: skip
     parser.add_argument("--synchronous", choices=["full", "normal"], default="full",
                         help="SQLite durability: full survives power loss (default)")  # fmt: skip
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
@@ -120,6 +125,7 @@ def server_options(args: argparse.Namespace) -> Any:
         enable_http_adapter=args.enable_http_adapter,
         passivation=Passivation(idle_s=passivate_after / 1000) if passivate_after else None,
         schedule_to_start_ms=args.schedule_to_start or None,
+        retention_ms=args.retention or None,
     )
     if (args.certfile is None) != (args.keyfile is None):
         raise InvalidRequestError("TLS needs both --certfile and --keyfile")

@@ -47,6 +47,7 @@ from .supervisor import forwarding as fw
 from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
 from .supervisor.membership import LocalServer, Membership, keep_membership
+from .supervisor.purger import Purger
 from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
 from .supervisor.waiters import Waiters
@@ -73,6 +74,7 @@ class RuntimeConfig:
     passivation: Passivation | None = field(default_factory=Passivation)
     forward_margin_s: float = 10.0  # a forwarded command waits the lease time and this long
     schedule_to_start_ms: int | None = None  # for tasks that declare no schedule_to_start
+    retention_ms: int | None = None  # finished executions are kept forever unless set
 
 
 GC_THRESHOLDS = (100_000, 50, 100)
@@ -154,6 +156,7 @@ async def open_runtime(
             await nursery.start(serve_inbox, cluster, runtime.carry_out)
             await nursery.start(keep_membership, cluster, partial(_adopt, nursery, parts))
         await nursery.start(parts.scheduler.run)
+        await nursery.start(runtime.purger.run)
         try:
             yield runtime
         finally:
@@ -338,6 +341,10 @@ class Runtime:
         self.scheduler = parts.scheduler
         self.metrics = parts.metrics
         self.task_board = TaskBoard(parts.pool, parts.store, parts.definitions, parts.clock.now_ms)
+        self.purger = Purger(
+            parts.store, parts.definitions, parts.config.retention_ms, parts.clock.now_ms,
+            self._forget,
+        )  # fmt: skip
         self._starter = parts.starter
         self._load = parts.load
         self.membership = parts.membership
@@ -451,6 +458,18 @@ class Runtime:
         quarantined = self.registry.quarantined.get(execution_id)
         stored = describe(state, definition, quarantined is not None, quarantined)
         return await self.task_board.explain(stored)
+
+    async def delete(self, execution_id: str) -> None:
+        """Purge a finished execution now, with its finished children; raises
+        ExecutionRunningError or ExecutionNotFoundError (the store decides: a finished
+        execution commits nothing more, so nothing in memory can race the purge)."""
+        await self.purger.delete(execution_id)
+
+    def _forget(self, execution_ids: list[str]) -> None:
+        """Purged executions: nothing in memory may answer for them any more."""
+        self.waiters.forget(execution_ids)
+        for _ in execution_ids:
+            self.metrics.purged.inc()
 
     async def tasks(self) -> list[TaskStatus]:
         """Every task version a registered workflow uses or an online worker serves, with

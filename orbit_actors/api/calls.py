@@ -151,6 +151,12 @@ def cancel(execution_id: str, reason: str | None = None) -> Call[m.ExecutionDeta
     return Call("POST", _execution(execution_id, "/cancel"), _model(m.ExecutionDetail), json=body)
 
 
+def delete(execution_id: str) -> Call[None]:
+    """Delete a finished execution now (its history, runs and finished children); the id
+    answers 404 afterwards and may be started again."""
+    return Call("DELETE", _execution(execution_id), _nothing)
+
+
 def resume(execution_id: str) -> Call[m.ExecutionDetail]:
     """Resume a quarantined execution; answers its detail."""
     return Call("POST", _execution(execution_id, "/resume"), _model(m.ExecutionDetail))

@@ -132,7 +132,7 @@ class _Checker:
         if retention is not None and retention < MIN_RETENTION_MS:
             self.fail(
                 ("retention",),
-                f"retention {format_duration(retention)} is shorter than the minimum of 1m",
+                f"{format_duration(retention)} is shorter than the minimum retention of 1m",
             )
         for name in self.d.tasks:
             if name.startswith(RESERVED_PREFIXES):

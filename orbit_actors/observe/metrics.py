@@ -126,6 +126,7 @@ class Metrics:
                                ["workflow", "status"])  # fmt: skip
         self.steps = Counts("orbit_step_outcomes", "Unit outcomes (attempts and resolutions).",
                             ["workflow", "outcome"])  # fmt: skip
+        self.purged = Counts("orbit_executions_purged", "Finished executions purged.", [])
         self.schedule_to_start = Latencies(
             "orbit_step_schedule_to_start_seconds", "From a unit scheduled to its dispatch.",
             ["workflow"], _LATENCY_BUCKETS,
@@ -140,7 +141,7 @@ class Metrics:
         )  # fmt: skip
         accumulated: list[Counts | Latencies] = [
             self.started, self.finished, self.steps, self.schedule_to_start, self.start_to_close,
-            self.commit_seconds,
+            self.commit_seconds, self.purged,
         ]  # fmt: skip
         self.registry.register(_Accumulated(accumulated))
         self.registry.register(_Gauges(snapshot))

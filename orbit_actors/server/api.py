@@ -182,6 +182,12 @@ async def cancel_execution(call: Call) -> Answer:
     return 202, body_of(await call.runtime.cancel(call.params["execution_id"], reason))
 
 
+async def delete_execution(call: Call) -> Answer:
+    """Purge a finished execution now, with its finished children."""
+    await call.runtime.delete(call.params["execution_id"])
+    return 204, None
+
+
 async def resume_execution(call: Call) -> Answer:
     """Respawn a quarantined execution."""
     return 202, body_of(await call.runtime.resume(call.params["execution_id"]))
@@ -307,6 +313,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {200: m.ExecutionList}, query=m.ListQuery, errors=(400,)),
     Endpoint("GET", _EXECUTION, describe_execution, "One execution's detail",
              {200: m.ExecutionDetail}, errors=(404,)),
+    Endpoint("DELETE", _EXECUTION, delete_execution, "Delete a finished execution now",
+             {204: None}, errors=(404, 409)),
     Endpoint("GET", f"{_EXECUTION}/history", execution_history, "The events of a run",
              {200: m.History}, query=m.HistoryQuery, errors=(400, 404)),
     Endpoint("GET", f"{_EXECUTION}/wait", wait_execution, "Wait until the execution finishes",

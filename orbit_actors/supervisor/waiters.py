@@ -96,6 +96,12 @@ class Waiters:
             waiter.result = result
             waiter.done.set()
 
+    def forget(self, execution_ids: list[str]) -> None:
+        """The executions were purged: their answers and final states are gone too."""
+        for execution_id in execution_ids:
+            self._recent.pop(execution_id, None)
+            self._states.pop(execution_id, None)
+
     def _drop(self, execution_id: str, waiter: _Waiter) -> None:
         """Forget a waiter of an execution that will never finish here (unknown or ended)."""
         if self.pending.get(execution_id) is waiter:
