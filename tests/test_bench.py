@@ -60,3 +60,15 @@ def test_bench_endpoints_prints_its_json_line() -> None:
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(line) == {"server_cpu_ms", "ratio_to_healthz"}
     assert {"healthz", "start", "describe_finished", "wait_finished"} <= set(line["server_cpu_ms"])
+
+
+def test_bench_retention_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "retention.py"), "--n", "2000", "--in-flight", "20"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"file_growth_ratio", "throughput_ratio_purging", "purge_transaction_ms_max"} <= set(
+        line
+    )

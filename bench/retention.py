@@ -1,0 +1,183 @@
+"""Retention benchmark: a steady load (start, complete, purge) through real servers on SQLite
+(synchronous FULL), a no-op worker over WebSocket each.
+
+    python bench/retention.py [--n 500000] [--in-flight 100] [--retention 2s]
+
+Two servers run side by side on files of their own: one purging (``--retention``, short) and one
+keeping everything (``--retention 0``). The purging one runs ``--n`` executions of a one-step
+no-op workflow in chunks; the keeping one runs the same chunks, interleaved, until it has run a
+tenth of ``--n`` (at least two chunks), so both are measured under the same load of the
+machine. It prints:
+
+- ``file_growth_ratio``: the purging server's file (database and WAL) at the end over its size
+  after the first tenth of the run (50,000 of 500,000), after waiting one retention and a sweep
+  for the last executions to be purged too. Target: at most 1.5.
+- ``throughput_ratio_purging``: the purging server's executions/s over the keeping server's,
+  median of the paired chunks. Target: at least 0.9.
+- ``purge_transaction_ms_max``: the longest purge transaction (``PURGE_BATCH`` executions with
+  their history) measured in-process on a SQLite file holding the finished executions of one
+  chunk: how long a purge holds the writer, so how long a commit can wait behind it. Target:
+  under 50.
+
+Ends with one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from e2e import Http, cpu_seconds, load, start_server  # noqa: E402  # bench/e2e.py (script folder)
+
+ONE = """
+workflow: noop1
+version: 1.0.0
+tasks: {noop: {version: "1"}}
+steps: [{id: a, task: noop, input: {n: "${input.n}"}}]
+output: "${steps.a.output}"
+"""
+
+
+async def one(http: Http, n: int, latencies: list[float]) -> None:
+    """Start a one-step execution and wait for it."""
+    began = time.perf_counter()
+    _, started = await http.request(
+        "POST", "/v1/executions", {"workflow": "noop1", "input": {"n": n}}
+    )  # type: ignore[attr-defined]
+    _, done = await http.request("GET", f"/v1/executions/{started['execution_id']}/wait?timeout=60")  # type: ignore[attr-defined]
+    assert done["status"] == "completed", done
+    latencies.append(time.perf_counter() - began)
+
+
+@contextmanager
+def served(folder: Path, retention: str) -> Iterator[tuple[str, Path, int]]:
+    """A server keeping finished executions ``retention`` on ``folder``, with a no-op worker;
+    its URL, database file and pid."""
+    folder.mkdir()
+    server, url = start_server(folder, retention=retention)
+    worker = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "noop_worker.py")],
+        env={**os.environ, "ORBIT_URL": url}, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        httpx.post(f"{url}/v1/definitions", content=ONE,
+                   headers={"Content-Type": "application/yaml"}).raise_for_status()  # fmt: skip
+        yield url, folder / "bench.db", server.pid
+    finally:
+        for process in (worker, server):
+            process.terminate()
+            process.wait(timeout=60)
+
+
+def file_size(db: Path) -> int:
+    """The database file and its WAL, in bytes."""
+    return sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists())
+
+
+def purged_total(url: str) -> float:
+    """The server's ``orbit_executions_purged_total``."""
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith("orbit_executions_purged_total "):
+            return float(line.split()[1])
+    return 0.0
+
+
+async def longest_purge_ms(folder: Path, executions: int) -> float:
+    """The longest purge transaction on a file holding ``executions`` finished ones."""
+    from orbit_actors.history.events import SignalReceived
+    from orbit_actors.store import Commit, ExecutionRow, open_sqlite_store
+    from orbit_actors.store.base import PURGE_BATCH, Retention
+
+    def row(n: int, status: str) -> ExecutionRow:
+        return ExecutionRow(f"e{n}", "noop1", "1.0.0", "h" * 64, status, 1, 1000,
+                            closed_at_ms=None if status == "running" else 2000)  # fmt: skip
+
+    def events(first: int, count: int) -> list[SignalReceived]:
+        return [SignalReceived(seq=first + i, timestamp_ms=1, name="s", payload={"n": "x" * 200})
+                for i in range(count)]  # fmt: skip
+
+    longest = 0.0
+    async with open_sqlite_store(folder / "purge.db") as store:
+        for n in range(executions):  # a history of 7 events in 3 commits, like a one-step run
+            await store.commit(Commit(row(n, "running"), events(1, 3), create=True))
+            await store.commit(Commit(row(n, "running"), events(4, 2)))
+            await store.commit(Commit(row(n, "completed"), events(6, 2)))
+        while True:
+            began = time.perf_counter()
+            purged = await store.purge_due(Retention(default_ms=0), 10_000, PURGE_BATCH)
+            longest = max(longest, (time.perf_counter() - began) * 1000)
+            if not purged:
+                return longest
+
+
+def measure(args: argparse.Namespace, folder: Path) -> dict[str, float]:
+    """Run the interleaved load (see the module docstring)."""
+    chunk = max(1000, min(10_000, args.n // 20))
+    baseline_after = max(chunk, args.n // 10)
+    on_rates: list[float] = []
+    off_rates: list[float] = []
+    baseline = 0
+    with served(folder / "purging", args.retention) as (on_url, on_db, on_pid), \
+            served(folder / "keeping", "0") as (off_url, _, _):  # fmt: skip
+        cpu_before, done = cpu_seconds(on_pid), 0
+        while done < args.n:
+            count = min(chunk, args.n - done)
+            rate, _ = trio.run(load, on_url, count, args.in_flight, one)
+            on_rates.append(rate)
+            done += count
+            if len(off_rates) * chunk < baseline_after or len(off_rates) < 2:
+                off_rates.append(trio.run(load, off_url, count, args.in_flight, one)[0])
+            if not baseline and done >= baseline_after:
+                baseline = file_size(on_db)
+            print(f"{done:,}: {rate:,.0f}/s purging, file {file_size(on_db) / 1e6:.1f} MB, "
+                  f"purged {purged_total(on_url):,.0f}", flush=True)  # fmt: skip
+        cpu_ms = (cpu_seconds(on_pid) - cpu_before) * 1000 / args.n
+        time.sleep(args.settle)  # the last executions' retention passes and a sweep runs
+        final = file_size(on_db)
+        purged = purged_total(on_url)
+    paired = min(len(on_rates), len(off_rates))
+    ratio = statistics.median(on_rates[:paired]) / statistics.median(off_rates[:paired])
+    return {
+        "file_growth_ratio": round(final / baseline, 3),
+        "throughput_ratio_purging": round(ratio, 3),
+        "purging_exec_per_s": round(statistics.median(on_rates)),
+        "server_cpu_ms_per_exec": round(cpu_ms, 3),
+        "baseline_mb": round(baseline / 1e6, 2), "final_mb": round(final / 1e6, 2),
+        "purged": purged, "n": args.n,
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--n", type=int, default=500_000, help="executions through the purging server"
+    )
+    parser.add_argument("--in-flight", type=int, default=100)
+    parser.add_argument("--retention", default="2s", help="the purging server's --retention")
+    parser.add_argument("--settle", type=float, default=4.0, help="seconds to wait at the end")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        result = measure(args, folder)
+        result["purge_transaction_ms_max"] = round(
+            trio.run(longest_purge_ms, folder, min(args.n, 10_000)), 2
+        )
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
