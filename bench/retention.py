@@ -57,8 +57,9 @@ async def one(http: Http, n: int, latencies: list[float]) -> None:
     began = time.perf_counter()
     _, started = await http.request(
         "POST", "/v1/executions", {"workflow": "noop1", "input": {"n": n}}
-    )  # type: ignore[attr-defined]
-    _, done = await http.request("GET", f"/v1/executions/{started['execution_id']}/wait?timeout=60")  # type: ignore[attr-defined]
+    )
+    path = f"/v1/executions/{started['execution_id']}/wait?timeout=60"
+    _, done = await http.request("GET", path)
     assert done["status"] == "completed", done
     latencies.append(time.perf_counter() - began)
 
@@ -98,7 +99,7 @@ def purged_total(url: str) -> float:
 
 async def longest_purge_ms(folder: Path, executions: int) -> float:
     """The longest purge transaction on a file holding ``executions`` finished ones."""
-    from orbit_actors.history.events import SignalReceived
+    from orbit_actors.history.events import Event, SignalReceived
     from orbit_actors.store import Commit, ExecutionRow, open_sqlite_store
     from orbit_actors.store.base import PURGE_BATCH, Retention
 
@@ -106,7 +107,7 @@ async def longest_purge_ms(folder: Path, executions: int) -> float:
         return ExecutionRow(f"e{n}", "noop1", "1.0.0", "h" * 64, status, 1, 1000,
                             closed_at_ms=None if status == "running" else 2000)  # fmt: skip
 
-    def events(first: int, count: int) -> list[SignalReceived]:
+    def events(first: int, count: int) -> list[Event]:
         return [SignalReceived(seq=first + i, timestamp_ms=1, name="s", payload={"n": "x" * 200})
                 for i in range(count)]  # fmt: skip
 

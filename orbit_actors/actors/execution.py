@@ -416,6 +416,8 @@ class ExecutionActor:
             ports.cancel_tokens(effects.cancel_tokens)
         for child_id, reason in effects.cancel_children.items():
             ports.cancel_child(child_id, reason)
+        for withdrawn in effects.withdrawn:
+            ports.pool.withdraw(self.execution_id, withdrawn)
         runtime_units: list[HttpInvocation | ChildInvocation] = []
         for ready in effects.ready:
             if isinstance(ready, TaskInvocation):

@@ -96,6 +96,7 @@ class _Ready:
     remote: bool = False  # claimed from the shared queue: another server owns the execution
     spilled: bool = False  # this server's unit, published to the shared queue while it waits
     since_ms: int = 0  # when it was queued
+    withdrawn: bool = False  # its attempt ended while it waited: skipped when reached
 
 
 @dataclass(eq=False)
@@ -131,6 +132,10 @@ class WorkerPort(Protocol):
     def claim(self, unit: TaskInvocation, token: str, now_ms: int) -> tuple[str, str] | None:
         """Reserve a slot for ``token`` if a session can take ``unit`` now and no older unit
         waits for one: (session id, worker id)."""
+        ...
+
+    def withdraw(self, execution_id: str, unit: TaskInvocation) -> None:
+        """A queued unit's attempt ended before a session took it."""
         ...
 
     def release(self, token: str) -> None:
@@ -174,6 +179,8 @@ class WorkerPool:
         self._members: dict[str, _Member] = {}
         self._held: dict[str, Held] = {}  # every token held, by token
         self._order = itertools.count()
+        self._queued: dict[tuple[str, str, int], _Ready] = {}  # this server's units queued
+        self._withdrawn: dict[QueueKey, int] = {}  # withdrawn units still in each queue
 
     # -- units ------------------------------------------------------------------------------
     def enqueue(self, execution_id: str, unit: TaskInvocation) -> None:
@@ -186,6 +193,7 @@ class WorkerPool:
                 self._hand(ready, session_id)
                 return
         self._queues.setdefault(key, deque()).append(ready)
+        self._queued[(execution_id, unit.key, unit.attempt)] = ready
         if self.sharing is not None:
             ready.spilled = True
             self.sharing.spilled(execution_id, unit)
@@ -199,11 +207,25 @@ class WorkerPool:
                 return
         self._queues.setdefault(queue, deque()).append(ready)
 
+    def withdraw(self, execution_id: str, unit: TaskInvocation) -> None:
+        """A queued unit's attempt ended before any session took it (schedule-to-start): it
+        no longer counts as waiting and is skipped when its turn comes."""
+        ready = self._queued.pop((execution_id, unit.key, unit.attempt), None)
+        if ready is not None and not ready.withdrawn:
+            ready.withdrawn = True
+            key = queue_key(unit.task_name, unit.contract_version, unit.language)
+            self._withdrawn[key] = self._withdrawn.get(key, 0) + 1
+
+    def _waiting(self, key: QueueKey) -> int:
+        """Units queued for ``key`` that may still be taken."""
+        queue = self._queues.get(key)
+        return len(queue) - self._withdrawn.get(key, 0) if queue else 0
+
     def hunger(self) -> dict[QueueKey, int]:
         """Free slots per queue of sessions that have nothing queued here to serve."""
         wanted: dict[QueueKey, int] = {}
         for key, sessions in self._servers.items():
-            if self._queues.get(key):
+            if self._waiting(key):
                 continue
             free = sum(self._members[session_id].free for session_id in sessions)
             if free > 0:
@@ -214,7 +236,7 @@ class WorkerPool:
         """Reserve a slot for ``unit`` under ``token`` if a session can take it now and no older
         unit waits for it; returns (session id, worker id)."""
         key = queue_key(unit.task_name, unit.contract_version, unit.language)
-        if self._queues.get(key):
+        if self._waiting(key):
             return None
         for session_id in self._servers.get(key, ()):
             member = self._members[session_id]
@@ -235,19 +257,21 @@ class WorkerPool:
                     load.workers.add(member.worker_id)
                     load.capacity += member.capacity
                     load.in_flight += member.used
-        for (task, version, _), queue in self._queues.items():
-            if queue:
-                load = found.setdefault((task, version), TaskLoad())
-                load.waiting += len(queue)
-                oldest = queue[0].since_ms
+        for key, queue in self._queues.items():
+            waiting = self._waiting(key)
+            if waiting:
+                load = found.setdefault(key[:2], TaskLoad())
+                load.waiting += waiting
+                oldest = next(r.since_ms for r in queue if not r.withdrawn)
                 load.oldest_since_ms = min(load.oldest_since_ms or oldest, oldest)
         return found
 
     def statistics(self) -> dict[str, int]:
         """Units waiting per task (``task@version``)."""
         depth: dict[str, int] = {}
-        for (task, version, _), queue in self._queues.items():
-            depth[f"{task}@{version}"] = depth.get(f"{task}@{version}", 0) + len(queue)
+        for key in self._queues:
+            name = f"{key[0]}@{key[1]}"
+            depth[name] = depth.get(name, 0) + self._waiting(key)
         return depth
 
     # -- tokens -----------------------------------------------------------------------------
@@ -392,15 +416,21 @@ class WorkerPool:
         member = self._members.get(session_id)
         while member is not None and member.free > 0:
             best: deque[_Ready] | None = None
+            best_key: QueueKey | None = None
             for key in member.queues:
                 queue = self._queues.get(key)
                 if queue and (best is None or queue[0].order < best[0].order):
-                    best = queue
-            if best is None:
+                    best, best_key = queue, key
+            if best is None or best_key is None:
                 if self.sharing is not None:
                     self.sharing.hungry()
                 return
-            self._hand(best.popleft(), session_id)
+            ready = best.popleft()
+            if ready.withdrawn:
+                self._withdrawn[best_key] -= 1
+                continue
+            self._queued.pop((ready.execution_id, ready.key, ready.attempt), None)
+            self._hand(ready, session_id)
             member = self._members.get(session_id)
 
     # -- inside -----------------------------------------------------------------------------

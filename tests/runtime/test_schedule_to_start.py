@@ -31,6 +31,8 @@ async def test_with_no_worker_the_step_fails_after_its_retries(
         (2, "SCHEDULE_TIMEOUT"),
     ]
     assert failures[0].error.message == "no worker took t@1 within 5m"
+    [t] = [s for s in await runtime.tasks() if s.task == "t"]
+    assert t.waiting == 0  # the attempts that timed out wait no more
 
 
 async def test_a_worker_that_comes_in_time_for_the_retry_takes_it(
