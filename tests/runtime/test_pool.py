@@ -160,7 +160,12 @@ def test_a_settled_token_can_be_restored_while_its_session_lives() -> None:
 
 def test_a_withdrawn_unit_no_longer_waits_and_is_skipped_when_its_turn_comes() -> None:
     offers: list[Offer] = []
-    pool = WorkerPool(lambda offer: offers.append(offer) or f"tok-{len(offers)}")
+
+    def offer(made: Offer) -> str:
+        offers.append(made)
+        return f"tok-{len(offers)}"
+
+    pool = WorkerPool(offer)
     pool.enqueue("e", unit("late"))
     pool.enqueue("e", unit("next"))
     pool.withdraw("e", unit("late"))
