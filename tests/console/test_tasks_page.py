@@ -1,12 +1,15 @@
 """The tasks page in a real browser: each task version with its online workers and what waits
 for it; a task no worker serves reads "no worker", and the execution page says why its unit
-waits."""
+waits; a finished execution is deleted from its page."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+
+from orbit_actors.client import ApiError
 
 from ..e2e.harness import ServerProcess
 
@@ -17,6 +20,11 @@ workflow: console-unserved
 version: 1.0.0
 tasks: {console.nobody: {version: "3"}}
 steps: [{id: wait_for_one, task: console.nobody}]
+"""
+QUICK = """
+workflow: console-quick
+version: 1.0.0
+steps: [{id: v, value: 1}]
 """
 
 
@@ -37,3 +45,19 @@ def test_a_task_no_worker_serves_shows_its_waiting_units(
     expect(page.locator('[data-waiting="no_worker"]')).to_have_text(
         "no online worker serves console.nobody@3; no worker has ever announced it"
     )
+
+
+def test_a_finished_execution_is_deleted_from_its_page(
+    console_server: ServerProcess, page: Any
+) -> None:
+    with console_server.client() as client:
+        client.deploy(QUICK)
+        started = client.start("console-quick")
+        assert client.wait(started.execution_id, timeout=30).status == "completed"
+    page.goto(f"{console_server.url}/#/executions/{started.execution_id}")
+    page.get_by_role("button", name="Delete execution").click()
+    page.get_by_role("button", name="Delete for good").click()
+    expect(page).to_have_url(re.compile(r"#/executions$"))
+    with console_server.client() as client, pytest.raises(ApiError) as gone:
+        client.describe(started.execution_id)
+    assert gone.value.status == 404
