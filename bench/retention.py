@@ -13,10 +13,11 @@ one (and the last), so each pair is measured under the same load of the machine.
   for the last executions to be purged too. Target: at most 1.5.
 - ``throughput_ratio_purging``: the purging server's executions/s over the keeping server's in
   the chunk just after, the median over the pairs. Target: at least 0.9.
-- ``purge_transaction_ms_max``: the longest purge transaction (``PURGE_BATCH`` executions with
-  their history) measured in-process on a SQLite file holding the finished executions of one
-  chunk: how long a purge holds the writer, so how long a commit can wait behind it. Target:
-  under 50.
+- ``purge_transaction_ms_max`` (and ``…_cpu_ms_max``): the longest time one purge
+  (``PURGE_BATCH`` executions with their history) adds to the writer's transaction, measured
+  in-process on a SQLite file of up to 10,000 finished executions: how long a commit batched
+  with it waits for it. Target: under 50 (on a loaded machine the wall time includes waiting
+  for a core; the CPU time does not).
 
 Ends with one JSON line.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -98,11 +100,11 @@ def purged_total(url: str) -> float:
     return 0.0
 
 
-async def longest_purge_ms(folder: Path, executions: int) -> float:
-    """The longest purge transaction on a file holding ``executions`` finished ones."""
+async def stored(path: Path, executions: int) -> None:
+    """A SQLite file holding ``executions`` finished ones, each a history of 7 events in 3
+    commits (like a one-step run)."""
     from orbit_actors.history.events import Event, SignalReceived
     from orbit_actors.store import Commit, ExecutionRow, open_sqlite_store
-    from orbit_actors.store.base import PURGE_BATCH, Retention
 
     def row(n: int, status: str) -> ExecutionRow:
         return ExecutionRow(f"e{n}", "noop1", "1.0.0", "h" * 64, status, 1, 1000,
@@ -112,18 +114,40 @@ async def longest_purge_ms(folder: Path, executions: int) -> float:
         return [SignalReceived(seq=first + i, timestamp_ms=1, name="s", payload={"n": "x" * 200})
                 for i in range(count)]  # fmt: skip
 
-    longest = 0.0
-    async with open_sqlite_store(folder / "purge.db") as store:
-        for n in range(executions):  # a history of 7 events in 3 commits, like a one-step run
-            await store.commit(Commit(row(n, "running"), events(1, 3), create=True))
-            await store.commit(Commit(row(n, "running"), events(4, 2)))
-            await store.commit(Commit(row(n, "completed"), events(6, 2)))
-        while True:
-            began = time.perf_counter()
-            purged = await store.purge_due(Retention(default_ms=0), 10_000, PURGE_BATCH)
-            longest = max(longest, (time.perf_counter() - began) * 1000)
-            if not purged:
-                return longest
+    async def one(n: int) -> None:
+        await store.commit(Commit(row(n, "running"), events(1, 3), create=True))
+        await store.commit(Commit(row(n, "running"), events(4, 2)))
+        await store.commit(Commit(row(n, "completed"), events(6, 2)))
+
+    async with open_sqlite_store(path) as store:
+        for first in range(0, executions, 500):
+            async with trio.open_nursery() as nursery:
+                for n in range(first, min(executions, first + 500)):
+                    nursery.start_soon(one, n)
+
+
+def longest_purge(path: Path) -> tuple[float, float]:
+    """The longest time one purge (``PURGE_BATCH`` executions) adds to the writer's
+    transaction, wall and CPU, in ms: the work inside the transaction, as the group writer runs
+    it beside the commits of its batch (whose fsync it shares)."""
+    from orbit_actors.store import dialect
+    from orbit_actors.store.base import PURGE_BATCH, Retention
+    from orbit_actors.store.sqlite.store import SqliteStore
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    drop = SqliteStore._drop_history
+    wall = cpu = 0.0
+    purged = True
+    while purged:
+        conn.execute("BEGIN IMMEDIATE")
+        began, began_cpu = time.perf_counter(), time.thread_time()
+        purged = bool(dialect.purge_due(dialect.SQLITE, conn, Retention(default_ms=0), 10_000,
+                                        PURGE_BATCH, lambda c, i: drop(None, c, i)))  # type: ignore[arg-type]  # fmt: skip
+        wall = max(wall, (time.perf_counter() - began) * 1000)
+        cpu = max(cpu, (time.thread_time() - began_cpu) * 1000)
+        conn.execute("COMMIT")
+    conn.close()
+    return wall, cpu
 
 
 def measure(args: argparse.Namespace, folder: Path) -> dict[str, float]:
@@ -174,9 +198,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         result = measure(args, folder)
-        result["purge_transaction_ms_max"] = round(
-            trio.run(longest_purge_ms, folder, min(args.n, 10_000)), 2
-        )
+        trio.run(stored, folder / "purge.db", min(args.n, 10_000))
+        wall, cpu = longest_purge(folder / "purge.db")
+        result["purge_transaction_ms_max"] = round(wall, 2)
+        result["purge_transaction_cpu_ms_max"] = round(cpu, 2)
     print(json.dumps(result))
 
 

@@ -209,7 +209,7 @@ def _give_back_pages(conn: sqlite3.Connection) -> bool:
     return excess > RECLAIM_PAGES
 
 
-RECLAIM_PAGES = 200
+RECLAIM_PAGES = 100
 _DROP_RUN = """
 WITH RECURSIVE chain(id) AS (
     SELECT ?
