@@ -61,3 +61,25 @@ def test_a_task_no_worker_takes_in_time_fails_the_step_after_its_retries(
     failed = [e for e in history if e["type"] == "StepAttemptFailed"]
     assert [e["error"]["code"] for e in failed] == ["SCHEDULE_TIMEOUT", "SCHEDULE_TIMEOUT"]
     assert failed[0]["error"]["message"] == "no worker took nobody@2 within 1s"
+
+
+def test_the_deadline_to_be_taken_survives_a_restart_of_the_server(tmp_path: Path) -> None:
+    once = LATE.replace("max_attempts: 2", "max_attempts: 1").replace("1s", "3s")
+    server = ServerProcess(tmp_path).start()
+    try:
+        with server.client() as client:
+            client.deploy(once)
+            client.start("late", execution_id="late-2")
+        server.kill()
+        server.start()
+        with server.client() as client:
+            assert client.wait("late-2", timeout=30).status == "failed"
+            events = client.history("late-2").events
+        scheduled = next(e for e in events if e["type"] == "StepScheduled")
+        failed = next(e for e in events if e["type"] == "StepAttemptFailed")
+        assert failed["error"]["message"] == "no worker took nobody@2 within 3s"
+        assert (
+            failed["timestamp_ms"] >= scheduled["start_by_ms"] == scheduled["timestamp_ms"] + 3000
+        )
+    finally:
+        server.stop()
