@@ -203,7 +203,7 @@ def _give_back_pages(conn: sqlite3.Connection) -> bool:
     """Free up to RECLAIM_PAGES pages beyond the reserve; True when more are left."""
     free: int = conn.execute("PRAGMA freelist_count").fetchone()[0]
     pages: int = conn.execute("PRAGMA page_count").fetchone()[0]
-    excess = free - pages // 4
+    excess = -((pages - 4 * free) // 3)  # pages to give back so free <= (pages - x) / 4
     for _ in range(min(excess, RECLAIM_PAGES)):
         conn.execute("PRAGMA incremental_vacuum(1)")  # Python steps a PRAGMA once: one page
     return excess > RECLAIM_PAGES
