@@ -52,10 +52,12 @@ output: {n: "${steps.c.output.n}"}
 """
 
 
-def start_server(folder: Path, server: str = "orbit") -> tuple[subprocess.Popen[str], str]:
+def start_server(
+    folder: Path, server: str = "orbit", retention: str = "30d"
+) -> tuple[subprocess.Popen[str], str]:
     """``orbit server`` on a free port; returns the process and its URL once ready."""
     command = [sys.executable, "-m", "orbit_actors.cli", "server", "--db", str(folder / "bench.db"),
-               "--bind", "127.0.0.1:0", "--log-level", "warning"]  # fmt: skip
+               "--bind", "127.0.0.1:0", "--log-level", "warning", "--retention", retention]  # fmt: skip
     if server != "orbit":
         command += ["--server", server]
     process = subprocess.Popen(

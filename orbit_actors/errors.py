@@ -15,6 +15,7 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
     ├── ExecutionNotFoundError     NOT_FOUND               404
     ├── RunNotFoundError           RUN_NOT_FOUND           404
     ├── ExecutionFinishedError     EXECUTION_FINISHED      409
+    ├── ExecutionRunningError      EXECUTION_RUNNING       409  (finish it first)
     ├── NotQuarantinedError        NOT_QUARANTINED         409
     ├── UnknownSignalError         UNKNOWN_SIGNAL          404
     ├── SignalPayloadInvalidError  SIGNAL_PAYLOAD_INVALID  422
@@ -159,6 +160,16 @@ class RunNotFoundError(OrbitError):
     code, status = "RUN_NOT_FOUND", 404
 
 
+class ExecutionRunningError(OrbitError):
+    """The execution has not finished, so it cannot be deleted or rerun (cancel or terminate it
+    first)."""
+
+    code, status = "EXECUTION_RUNNING", 409
+
+    def __init__(self, execution_id: str) -> None:
+        super().__init__(f"execution `{execution_id}` is running; cancel or terminate it first")
+
+
 class ExecutionFinishedError(OrbitError):
     """The execution already ended, so it takes no signal or cancel."""
 
@@ -178,12 +189,6 @@ class NotPausedError(OrbitError):
     """Only a paused execution can be unpaused."""
 
     code, status = "NOT_PAUSED", 409
-
-
-class ExecutionRunningError(OrbitError):
-    """A rerun needs a finished execution."""
-
-    code, status = "EXECUTION_RUNNING", 409
 
 
 class UnknownStepError(OrbitError):

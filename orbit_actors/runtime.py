@@ -28,6 +28,7 @@ from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
+from .actors.task_board import TaskBoard, waiting_counts
 from .decide.query import evaluate_query
 from .decide.rerun import RerunPlan
 from .decide.transitions import ServerLimits, Verdict
@@ -47,12 +48,14 @@ from .supervisor import forwarding as fw
 from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
 from .supervisor.membership import LocalServer, Membership, keep_membership
+from .supervisor.purger import Purger
 from .supervisor.rerunning import Rerunner
 from .supervisor.router import Remote, Router, routes
 from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
+from .views.models import TaskStatus
 
 if TYPE_CHECKING:  # the otel extra is optional: the server imports the tracer only when asked
     from .observe.tracing import Tracer
@@ -71,6 +74,8 @@ class RuntimeConfig:
     mailbox_capacity: int = 1024
     passivation: Passivation | None = field(default_factory=Passivation)
     forward_margin_s: float = 10.0  # a forwarded command waits the lease time and this long
+    schedule_to_start_ms: int | None = None  # for tasks that declare no schedule_to_start
+    retention_ms: int | None = None  # finished executions are kept forever unless set
 
 
 GC_THRESHOLDS = (100_000, 50, 100)
@@ -132,7 +137,7 @@ async def open_runtime(
     of this server."""
     config = config or RuntimeConfig()
     clock = clock or Clock()
-    definitions = DefinitionRegistry(store)
+    definitions = DefinitionRegistry(store, config.schedule_to_start_ms)
     await definitions.load()
     async with trio.open_nursery() as nursery:
         parts = _wire(nursery, store, config, clock, definitions, tracer, cluster, address)
@@ -154,6 +159,7 @@ async def open_runtime(
             await nursery.start(serve_inbox, cluster, parts.router.carry_out)
             await nursery.start(keep_membership, cluster, partial(_adopt, nursery, parts))
         await nursery.start(parts.scheduler.run)
+        await nursery.start(runtime.purger.run)
         try:
             yield runtime
         finally:
@@ -182,7 +188,8 @@ def _wire(
     pool = WorkerPool(
         offer=lambda offer: (
             sharing.offer(offer) if sharing is not None and offer.remote else registry.offer(offer)
-        )
+        ),
+        now_ms=clock.now_ms,
     )
     registry = Registry(
         nursery, store, pool.settle, config.mailbox_capacity, clock=clock,
@@ -330,6 +337,7 @@ def _snapshot(parts: _Parts) -> Snapshot:
         store_batches=store.batches,
         store_events=store.events,
         store_largest_batch=store.largest_batch,
+        units_waiting=waiting_counts(parts.pool),
     )
 
 
@@ -349,6 +357,11 @@ class Runtime:
         self.sessions = parts.sessions
         self.scheduler = parts.scheduler
         self.metrics = parts.metrics
+        self.task_board = TaskBoard(parts.pool, parts.store, parts.definitions, parts.clock.now_ms)
+        self.purger = Purger(
+            parts.store, parts.definitions, parts.config.retention_ms, parts.clock.now_ms,
+            self._forget,
+        )  # fmt: skip
         self._starter = parts.starter
         self._load = parts.load
         self.membership = parts.membership
@@ -447,10 +460,28 @@ class Runtime:
         answered, detail = await self.registry.ask(execution_id, cmd.Describe(reply=Reply()))
         if answered:
             live: ExecutionDetail = detail
-            return live
+            return await self.task_board.explain(live)
         state, definition = await self._final_or_stored(execution_id)
         quarantined = self.registry.quarantined.get(execution_id)
-        return describe(state, definition, quarantined is not None, quarantined)
+        stored = describe(state, definition, quarantined is not None, quarantined)
+        return await self.task_board.explain(stored)
+
+    async def delete(self, execution_id: str) -> None:
+        """Purge a finished execution now, with its finished children; raises
+        ExecutionRunningError or ExecutionNotFoundError (the store decides: a finished
+        execution commits nothing more, so nothing in memory can race the purge)."""
+        await self.purger.delete(execution_id)
+
+    def _forget(self, execution_ids: list[str]) -> None:
+        """Purged executions: nothing in memory may answer for them any more."""
+        self.waiters.forget(execution_ids)
+        for _ in execution_ids:
+            self.metrics.purged.inc()
+
+    async def tasks(self) -> list[TaskStatus]:
+        """Every task version a registered workflow uses or an online worker serves, with
+        what waits for it here."""
+        return self.task_board.tasks()
 
     async def _final_or_stored(
         self, execution_id: str

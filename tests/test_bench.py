@@ -72,3 +72,15 @@ def test_bench_faults_prints_a_line_of_counts_per_fault() -> None:
     assert line["fault"] == "crash:result-before-ack"
     assert line["lost"] == line["resolved_twice"] == 0
     assert line["acknowledged"] == line["completed"] > 0
+
+
+def test_bench_retention_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "retention.py"), "--n", "2000", "--in-flight", "20"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"file_growth_ratio", "throughput_ratio_purging", "purge_transaction_ms_max"} <= set(
+        line
+    )

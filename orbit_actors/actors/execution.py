@@ -433,6 +433,8 @@ class ExecutionActor:
             ports.cancel_child(child_id, reason)
         for child_id, reason in effects.terminate_children.items():
             ports.terminate_child(child_id, reason)
+        for withdrawn in effects.withdrawn:
+            ports.pool.withdraw(self.execution_id, withdrawn)
         runtime_units: list[HttpInvocation | ChildInvocation] = []
         for ready in effects.ready:
             if isinstance(ready, TaskInvocation):

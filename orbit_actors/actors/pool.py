@@ -74,6 +74,19 @@ class Held:
     cancelled: str | None = None
 
 
+@dataclass(eq=False)
+class TaskLoad:
+    """One task version as the pool sees it: the sessions (and their workers) taking it, their
+    capacity and tokens in use, and the units queued for it (the oldest queued when)."""
+
+    sessions: set[str] = field(default_factory=set)
+    workers: set[str] = field(default_factory=set)
+    capacity: int = 0
+    in_flight: int = 0
+    waiting: int = 0
+    oldest_since_ms: int | None = None
+
+
 @dataclass(eq=False, slots=True)
 class _Ready:
     order: int
@@ -82,6 +95,8 @@ class _Ready:
     attempt: int
     remote: bool = False  # claimed from the shared queue: another server owns the execution
     spilled: bool = False  # this server's unit, published to the shared queue while it waits
+    since_ms: int = 0  # when it was queued
+    withdrawn: bool = False  # its attempt ended while it waited: skipped when reached
 
 
 @dataclass(eq=False)
@@ -119,6 +134,10 @@ class WorkerPort(Protocol):
         waits for one: (session id, worker id)."""
         ...
 
+    def withdraw(self, execution_id: str, unit: TaskInvocation) -> None:
+        """A queued unit's attempt ended before a session took it."""
+        ...
+
     def release(self, token: str) -> None:
         """A reservation was not used (stale offer, failed commit): its slot is free."""
         ...
@@ -147,26 +166,34 @@ class WorkerPool:
     gone)."""
 
     def __init__(
-        self, offer: Callable[[Offer], str | None], sharing: Sharing | None = None
+        self,
+        offer: Callable[[Offer], str | None],
+        sharing: Sharing | None = None,
+        now_ms: Callable[[], int] = lambda: 0,
     ) -> None:
         self._offer = offer
         self.sharing = sharing
+        self._now_ms = now_ms
         self._queues: dict[QueueKey, deque[_Ready]] = {}
         self._servers: dict[QueueKey, dict[str, None]] = {}  # sessions taking work, per queue
         self._members: dict[str, _Member] = {}
         self._held: dict[str, Held] = {}  # every token held, by token
         self._order = itertools.count()
+        self._queued: dict[tuple[str, str, int], _Ready] = {}  # this server's units queued
+        self._withdrawn: dict[QueueKey, int] = {}  # withdrawn units still in each queue
 
     # -- units ------------------------------------------------------------------------------
     def enqueue(self, execution_id: str, unit: TaskInvocation) -> None:
         """A unit is ready: hand it to a session with room, or queue it oldest-first."""
         key = queue_key(unit.task_name, unit.contract_version, unit.language)
         ready = _Ready(next(self._order), execution_id, unit.key, unit.attempt)
+        ready.since_ms = self._now_ms()
         for session_id in self._servers.get(key, ()):
             if self._members[session_id].free > 0:
                 self._hand(ready, session_id)
                 return
         self._queues.setdefault(key, deque()).append(ready)
+        self._queued[(execution_id, unit.key, unit.attempt)] = ready
         if self.sharing is not None:
             ready.spilled = True
             self.sharing.spilled(execution_id, unit)
@@ -180,11 +207,25 @@ class WorkerPool:
                 return
         self._queues.setdefault(queue, deque()).append(ready)
 
+    def withdraw(self, execution_id: str, unit: TaskInvocation) -> None:
+        """A queued unit's attempt ended before any session took it (schedule-to-start): it
+        no longer counts as waiting and is skipped when its turn comes."""
+        ready = self._queued.pop((execution_id, unit.key, unit.attempt), None)
+        if ready is not None and not ready.withdrawn:
+            ready.withdrawn = True
+            key = queue_key(unit.task_name, unit.contract_version, unit.language)
+            self._withdrawn[key] = self._withdrawn.get(key, 0) + 1
+
+    def _waiting(self, key: QueueKey) -> int:
+        """Units queued for ``key`` that may still be taken."""
+        queue = self._queues.get(key)
+        return len(queue) - self._withdrawn.get(key, 0) if queue else 0
+
     def hunger(self) -> dict[QueueKey, int]:
         """Free slots per queue of sessions that have nothing queued here to serve."""
         wanted: dict[QueueKey, int] = {}
         for key, sessions in self._servers.items():
-            if self._queues.get(key):
+            if self._waiting(key):
                 continue
             free = sum(self._members[session_id].free for session_id in sessions)
             if free > 0:
@@ -195,7 +236,7 @@ class WorkerPool:
         """Reserve a slot for ``unit`` under ``token`` if a session can take it now and no older
         unit waits for it; returns (session id, worker id)."""
         key = queue_key(unit.task_name, unit.contract_version, unit.language)
-        if self._queues.get(key):
+        if self._waiting(key):
             return None
         for session_id in self._servers.get(key, ()):
             member = self._members[session_id]
@@ -204,11 +245,33 @@ class WorkerPool:
                 return session_id, member.worker_id
         return None
 
+    def loads(self) -> dict[tuple[str, str], TaskLoad]:
+        """By ``(task, contract version)``: who serves it here and what waits for it."""
+        found: dict[tuple[str, str], TaskLoad] = {}
+        for (task, version, _), sessions in self._servers.items():
+            load = found.setdefault((task, version), TaskLoad())
+            for session_id in sessions:
+                if session_id not in load.sessions:
+                    member = self._members[session_id]
+                    load.sessions.add(session_id)
+                    load.workers.add(member.worker_id)
+                    load.capacity += member.capacity
+                    load.in_flight += member.used
+        for key, queue in self._queues.items():
+            waiting = self._waiting(key)
+            if waiting:
+                load = found.setdefault(key[:2], TaskLoad())
+                load.waiting += waiting
+                oldest = next(r.since_ms for r in queue if not r.withdrawn)
+                load.oldest_since_ms = min(load.oldest_since_ms or oldest, oldest)
+        return found
+
     def statistics(self) -> dict[str, int]:
         """Units waiting per task (``task@version``)."""
         depth: dict[str, int] = {}
-        for (task, version, _), queue in self._queues.items():
-            depth[f"{task}@{version}"] = depth.get(f"{task}@{version}", 0) + len(queue)
+        for key in self._queues:
+            name = f"{key[0]}@{key[1]}"
+            depth[name] = depth.get(name, 0) + self._waiting(key)
         return depth
 
     # -- tokens -----------------------------------------------------------------------------
@@ -353,15 +416,21 @@ class WorkerPool:
         member = self._members.get(session_id)
         while member is not None and member.free > 0:
             best: deque[_Ready] | None = None
+            best_key: QueueKey | None = None
             for key in member.queues:
                 queue = self._queues.get(key)
                 if queue and (best is None or queue[0].order < best[0].order):
-                    best = queue
-            if best is None:
+                    best, best_key = queue, key
+            if best is None or best_key is None:
                 if self.sharing is not None:
                     self.sharing.hungry()
                 return
-            self._hand(best.popleft(), session_id)
+            ready = best.popleft()
+            if ready.withdrawn:
+                self._withdrawn[best_key] -= 1
+                continue
+            self._queued.pop((ready.execution_id, ready.key, ready.attempt), None)
+            self._hand(ready, session_id)
             member = self._members.get(session_id)
 
     # -- inside -----------------------------------------------------------------------------

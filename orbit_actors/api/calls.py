@@ -204,6 +204,12 @@ def rerun_plan(
     return Call("POST", _execution(execution_id, "/rerun"), _model(m.RerunPlan), json=body)
 
 
+def delete(execution_id: str) -> Call[None]:
+    """Delete a finished execution now (its history, runs and finished children); the id
+    answers 404 afterwards and may be started again."""
+    return Call("DELETE", _execution(execution_id), _nothing)
+
+
 def resume(execution_id: str) -> Call[m.ExecutionDetail]:
     """Resume a quarantined execution; answers its detail."""
     return Call("POST", _execution(execution_id, "/resume"), _model(m.ExecutionDetail))
@@ -281,6 +287,11 @@ def trigger_schedule(schedule_id: str) -> Call[str]:
 def workers() -> Call[list[m.Worker]]:
     """Every worker ever registered, online or not."""
     return Call("GET", "/v1/workers", lambda raw: m.WorkerList.model_validate_json(raw).workers)
+
+
+def tasks() -> Call[list[m.TaskStatus]]:
+    """Every task version a workflow uses or a worker serves, and what waits for it."""
+    return Call("GET", "/v1/tasks", lambda raw: m.TaskList.model_validate_json(raw).tasks)
 
 
 def servers() -> Call[list[m.Server]]:

@@ -18,8 +18,10 @@ from ..views.models import ExecutionResult as ExecutionResult
 from ..views.models import ExecutionSummary as ExecutionSummary
 from ..views.models import ResultError as ResultError
 from ..views.models import Schedule as Schedule
+from ..views.models import TaskStatus as TaskStatus
 from ..views.models import Unit as Unit
 from ..views.models import Worker as Worker
+from ..views.waiting import Waiting as Waiting
 
 
 class _Body(BaseModel):
@@ -244,6 +246,13 @@ class WorkerList(BaseModel):
     """``{"workers": […]}``."""
 
     workers: list[Worker]
+
+
+class TaskList(BaseModel):
+    """``{"tasks": […]}``: every task version a registered workflow uses or an online worker
+    serves, by name and version."""
+
+    tasks: list[TaskStatus]
 
 
 class Server(BaseModel):

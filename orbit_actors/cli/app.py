@@ -22,6 +22,7 @@ COMMANDS: list[click.Command] = [
     executions.start, executions.show, executions.list_executions, executions.signal,
     executions.query, executions.cancel, executions.resume,
     operate.terminate, operate.pause, operate.unpause, operate.rerun,
+    executions.query, executions.cancel, executions.resume, executions.delete,
     # schedules, workers and servers
     schedules.schedule, cluster.workers, cluster.servers,
     # running things

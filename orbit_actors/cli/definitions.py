@@ -124,18 +124,19 @@ def schema(args: argparse.Namespace) -> int:
 @FILES
 def deploy(client: Client, args: argparse.Namespace) -> int:
     """Register every file; ``--json`` prints the API's answers as one list."""
-    answers = deploy_paths(client, list(args.files), quiet=args.json)
+    answers = deploy_paths(client, list(args.files), quiet=args.json, warn=True)
     if args.json:
         print(json.dumps([plain(answer) for answer in answers], indent=2))
     return 0
 
 
 def deploy_paths(
-    client: Client, paths: list[Path], *, quiet: bool = False
+    client: Client, paths: list[Path], *, quiet: bool = False, warn: bool = False
 ) -> list[DefinitionRegistered]:
-    """Check every file as the server will (every problem of every file is printed, with a
-    caret), then register them children first; returns the API's answers. When a file has
-    problems nothing is deployed (ApiError ``INVALID_IR``)."""
+    """Check every file as the server will (every problem printed with a caret), then register
+    them children first; returns the API's answers. A file with problems prints them and
+    deploys nothing (ApiError ``INVALID_IR``). With ``warn``, each task no worker has ever
+    announced is named on stderr."""
     loaded: list[tuple[Path, Definition, str]] = []
     invalid: list[str] = []
     for path in paths:
@@ -151,6 +152,7 @@ def deploy_paths(
         verb = "is not a valid definition" if len(invalid) == 1 else "are not valid definitions"
         raise ApiError("INVALID_IR", f"{which} {verb}; nothing deployed")
     names = {(d.workflow, d.version) for _, d, _ in loaded}
+    definitions = [d for _, d, _ in loaded]
     answers: list[DefinitionRegistered] = []
     while loaded:  # children first: a file whose children among the files are all deployed
         ready = [item for item in loaded if not _children_left(item[1], names)]
@@ -164,7 +166,29 @@ def deploy_paths(
             name = f"{answer.name}@{answer.version}"
             what_word = output.status_word(what, 9)
             output.line(what_word, name.ljust(28), answer.definition_hash[:12], str(path))
+    if warn:
+        _warn_unannounced(client, definitions)
     return answers
+
+
+def _warn_unannounced(client: Client, definitions: list[Definition]) -> None:
+    """A warning on stderr for each task of ``definitions`` no worker has ever announced: its
+    units would wait (reason ``no_worker``) until one does."""
+    announced = {
+        (c.get("task_name"), c.get("contract_version"))
+        for worker in client.workers()
+        for c in worker.contracts
+    }
+    warned: set[tuple[str, str]] = set()
+    for definition in definitions:
+        for task, contract in definition.tasks.items():
+            if (task, contract.version) in announced | warned:
+                continue
+            warned.add((task, contract.version))
+            output.note(
+                f"warning: no worker has ever announced {task}@{contract.version} (used by "
+                f"{definition.workflow}@{definition.version}); its units will wait for one"
+            )
 
 
 def _children_left(definition: Definition, names: set[tuple[str, str]]) -> bool:

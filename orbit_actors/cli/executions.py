@@ -1,5 +1,5 @@
-"""``orbit start``, ``show``, ``list``, ``signal``, ``query``, ``cancel`` and ``resume``: one
-execution at a time, through the API. Tables for people, ``--json`` for scripts."""
+"""``orbit start``, ``show``, ``list``, ``signal``, ``query``, ``cancel``, ``resume`` and
+``delete``: one execution at a time, through the API. Tables for people, ``--json`` for scripts."""
 
 from __future__ import annotations
 
@@ -234,4 +234,21 @@ def resume(client: Client, args: argparse.Namespace) -> int:
     """Respawn a quarantined execution."""
     detail = client.resume(args.execution_id)
     print(json.dumps(plain(detail), indent=2) if args.json else f"{args.execution_id}: resumed")
+    return exits.OK
+
+
+@api_command("delete", "Delete a finished execution, its history and finished children, now",
+             example="orbit delete order-o-1",
+             details="Finished executions are purged anyway once their retention has passed "
+                     "(the workflow's retention, else the server's --retention). A running "
+                     "execution is refused (EXECUTION_RUNNING): cancel it first. The id may be "
+                     "started again afterwards.")  # fmt: skip
+@EXECUTION_ID
+def delete(client: Client, args: argparse.Namespace) -> int:
+    """Purge a finished execution."""
+    client.delete(args.execution_id)
+    if args.json:
+        print(json.dumps({"execution_id": args.execution_id, "deleted": True}))
+    else:
+        print(f"{args.execution_id}: deleted")
     return exits.OK

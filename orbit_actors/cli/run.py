@@ -54,6 +54,8 @@ def server_options(args: argparse.Namespace) -> Any:
         session_timeout_ms=session_timeout,
         enable_http_adapter=args.enable_http_adapter,
         passivation=Passivation(idle_s=passivate_after / 1000) if passivate_after else None,
+        schedule_to_start_ms=args.schedule_to_start or None,
+        retention_ms=args.retention or None,
     )
     if (args.certfile is None) != (args.keyfile is None):
         raise InvalidRequestError("TLS needs both --certfile and --keyfile")

@@ -9,10 +9,27 @@ from typing import Any, TypeVar
 import click
 
 from ..decide.transitions import ServerLimits
+from ..ir.durations import parse_duration
 
 F = TypeVar("F", bound=Callable[..., Any])
 _LIMITS = ServerLimits()
 _PATH = click.Path(path_type=Path)
+
+
+class Duration(click.ParamType[int]):
+    """A duration (``30s``, ``2h``, ``30d``) in milliseconds; a malformed one is a usage error
+    naming the flag (exit 2)."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        """Milliseconds of ``value``."""
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 _FLAGS: list[Callable[[Any], Any]] = [
@@ -48,6 +65,15 @@ _FLAGS: list[Callable[[Any], Any]] = [
     click.option("--passivate-after", default="10s", show_default=True, metavar="DURATION",
                  help="An execution with nothing near to do leaves memory after this long "
                       "without a command (0s: never). Example: --passivate-after 1m"),
+    click.option("--schedule-to-start", type=Duration(), default=None, metavar="DURATION",
+                 help="A unit no worker took within this fails its attempt with SCHEDULE_TIMEOUT "
+                      "(retried by its policy), for tasks that declare no schedule_to_start; "
+                      "unset: units wait forever. Example: --schedule-to-start 5m"),
+    click.option("--retention", type=Duration(), default="30d", show_default=True,
+                 metavar="DURATION",
+                 help="Finished executions are purged this long after they closed, unless "
+                      "their workflow says its own retention (0: keep forever). "
+                      "Example: --retention 7d"),
     click.option("--synchronous", type=click.Choice(["full", "normal"]), default="full",
                  show_default=True,
                  help="SQLite durability: full survives power loss, normal only a crash."),

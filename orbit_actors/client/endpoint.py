@@ -91,6 +91,8 @@ class Endpoints:
     resume_schedule = Endpoint(calls.resume_schedule)
     trigger_schedule = Endpoint(calls.trigger_schedule)
     workers = Endpoint(calls.workers)
+    delete = Endpoint(calls.delete)
+    tasks = Endpoint(calls.tasks)
     servers = Endpoint(calls.servers)
     complete_task = Endpoint(calls.complete_task)
     fail_task = Endpoint(calls.fail_task)

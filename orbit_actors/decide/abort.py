@@ -52,10 +52,7 @@ def _start_compensation(ctx: Context, target: str) -> None:
         value = template.render(ctx.scope(plan, index)) if template is not None else {}
     except EvaluationError as exc:
         value, failure = None, f"{plan.path}.compensate: {exc}"
-    ctx.add(
-        ev.StepScheduled, step=key, attempt=1, input=value,
-        idempotency_key=ctx.state.idempotency_key(key), redelivery=False,
-    )  # fmt: skip
+    ctx.schedule(key, 1, value)
     if failure is not None:
         ctx.add(ev.StepFailed, step=key, error=error("EXPRESSION_ERROR", failure))
 

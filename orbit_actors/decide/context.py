@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..history import events as ev
-from ..history.state import AbortKind, ExecutionState, UnitKey
+from ..history.state import AbortKind, ExecutionState, Unit, UnitKey
 from ..ir.durations import format_duration
 from ..ir.expressions import Scope
 from ..ir.jsontext import json_bytes
 from ..ir.plan import CompiledDefinition, StepPlan
+from .invocation import unit_task
 
 
 def error(
@@ -88,6 +89,26 @@ class Context:
         """Append an event of type ``cls``, numbered after the state and the batch so far."""
         seq = self.state.last_seq + len(self.events) + 1
         self.events.append(cls(seq=seq, timestamp_ms=self.now, **fields))
+
+    def schedule(
+        self, key: str, attempt: int, unit_input: Any, *, again: Unit | None = None,
+        redelivery: bool = False,
+    ) -> None:  # fmt: skip
+        """Append ``StepScheduled`` for an attempt of unit ``key``, with the time by which a
+        worker must take it when its task has a ``schedule_to_start``; ``again`` is the unit
+        when this schedules it once more (its idempotency key stays)."""
+        task = self.task_of(key)
+        wait = self.definition.schedule_to_start_ms(task) if task is not None else None
+        self.add(
+            ev.StepScheduled, step=key, attempt=attempt, input=unit_input,
+            idempotency_key=again.idempotency_key if again else self.state.idempotency_key(key),
+            redelivery=redelivery,
+            start_by_ms=None if wait is None else self.now + wait,
+        )  # fmt: skip
+
+    def task_of(self, key: str) -> str | None:
+        """The worker task unit ``key`` runs (None for units no worker runs)."""
+        return unit_task(self.definition, key)
 
     def plan_of(self, unit_key: str) -> StepPlan:
         """The step plan a unit key belongs to."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..history import events as ev
 from ..history.state import ExecutionState, Unit
 from ..ir.plan import CompiledDefinition
-from .invocation import Invocation, child_execution_id, invocation
+from .invocation import Invocation, TaskInvocation, child_execution_id, invocation
 from .operate import PARENT_TERMINATED
 
 
@@ -18,6 +18,7 @@ class Effects:
     """The outward consequences of one committed batch."""
 
     ready: list[Invocation] = field(default_factory=list)
+    withdrawn: list[TaskInvocation] = field(default_factory=list)  # no worker took them in time
     cancel_tokens: dict[str, str] = field(default_factory=dict)
     cancel_children: dict[str, str] = field(default_factory=dict)
     terminate_children: dict[str, str] = field(default_factory=dict)
@@ -69,6 +70,11 @@ def _timed_out(
     state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
 ) -> None:
     assert isinstance(e, ev.StepAttemptFailed)
+    if e.error.code == "SCHEDULE_TIMEOUT":
+        found = invocation(state, definition, e.step)
+        if isinstance(found, TaskInvocation) and found.attempt == e.attempt:
+            out.withdrawn.append(found)
+        return
     if e.error.code != "TIMEOUT":
         return
     unit = state.units[e.step]

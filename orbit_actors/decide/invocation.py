@@ -108,6 +108,17 @@ def _language(plan: StepPlan, unit: Unit) -> str | None:
     return plan.step.language
 
 
+def unit_task(definition: CompiledDefinition, key: str) -> str | None:
+    """The worker task the unit ``key`` runs (None for units no worker runs): its step's task,
+    or its compensation's for a ``compensate:`` unit."""
+    parsed = UnitKey.parse(key)
+    plan = definition.plans[parsed.step_id]
+    if parsed.role == "compensate":
+        found = plan.compensate
+        return found.task if found is not None and found.kind == "task" else None
+    return plan.step.task if plan.kind == "task" else None
+
+
 def unit_timeout_ms(definition: CompiledDefinition, unit: Unit) -> int | None:
     """The per-attempt deadline of a unit's attempts, if its step (or compensation) sets one."""
     plan = definition.plans[unit.step_id]

@@ -50,9 +50,7 @@ def plan_rerun(
     ExecutionRunningError, FromStepRequiredError, UnknownStepError or RunCompensatedError."""
     execution_id = previous.execution_id
     if not previous.finished or previous.status == "continued_as_new":
-        raise ExecutionRunningError(
-            f"execution `{execution_id}` is running; cancel or terminate it first"
-        )
+        raise ExecutionRunningError(execution_id)
     start = from_step if from_step is not None else _default_from_step(previous, old)
     if start not in new.plans or start not in new.main:
         steps = ", ".join(new.main)

@@ -80,10 +80,7 @@ def fail_step(ctx: Context, key: str, message: str, code: str = "EXPRESSION_ERRO
 
 
 def _schedule(ctx: Context, key: str, unit_input: Any) -> None:
-    ctx.add(
-        ev.StepScheduled, step=key, attempt=1, input=unit_input,
-        idempotency_key=ctx.state.idempotency_key(key), redelivery=False,
-    )  # fmt: skip
+    ctx.schedule(key, 1, unit_input)
 
 
 def unit_input(ctx: Context, plan: StepPlan, index: int | None) -> Any:

@@ -21,10 +21,7 @@ def fire_due_timers(ctx: Context) -> None:
 
 def _retry_due(ctx: Context, unit: Unit, entry: TimerEntry) -> None:
     assert isinstance(entry.ref, int)
-    ctx.add(
-        ev.StepScheduled, step=unit.key, attempt=entry.ref, input=unit.input,
-        idempotency_key=unit.idempotency_key, redelivery=False,
-    )  # fmt: skip
+    ctx.schedule(unit.key, entry.ref, unit.input, again=unit)
 
 
 def _deadline_passed(ctx: Context, unit: Unit, entry: TimerEntry) -> None:
@@ -51,7 +48,26 @@ def _timer_fired(ctx: Context, unit: Unit, entry: TimerEntry) -> None:
         )
 
 
-_ON_TIMER = {"retry": _retry_due, "deadline": _deadline_passed, "timer": _timer_fired}
+def _not_taken(ctx: Context, unit: Unit, entry: TimerEntry) -> None:
+    task = ctx.task_of(unit.key) or ""
+    contract = f"{task}@{ctx.definition.task(task).version}"
+    waited = format_duration(entry.due_ms - unit.scheduled_at_ms)
+    ctx.add(
+        ev.StepAttemptFailed,
+        step=unit.key,
+        attempt=unit.attempt,
+        error=error(
+            "SCHEDULE_TIMEOUT", f"no worker took {contract} within {waited}", retryable=True
+        ),
+    )
+
+
+_ON_TIMER = {
+    "retry": _retry_due,
+    "deadline": _deadline_passed,
+    "timer": _timer_fired,
+    "start": _not_taken,
+}
 
 
 def settle_attempts(ctx: Context) -> None:
@@ -61,10 +77,7 @@ def settle_attempts(ctx: Context) -> None:
         if ctx.abort is not None and unit.role == "main":
             continue
         if unit.status == "uncertain":
-            ctx.add(
-                ev.StepScheduled, step=key, attempt=unit.attempt, input=unit.input,
-                idempotency_key=unit.idempotency_key, redelivery=True,
-            )  # fmt: skip
+            ctx.schedule(key, unit.attempt, unit.input, again=unit, redelivery=True)
         else:
             _after_failed_attempt(ctx, unit)
 

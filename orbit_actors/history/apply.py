@@ -84,6 +84,9 @@ def _on_scheduled(state: ExecutionState, e: ev.StepScheduled) -> None:
     )
     unit.next_attempt = unit.retry_at_ms = None
     state.attention.pop(e.step, None)
+    unit.start_by_ms = e.start_by_ms
+    if e.start_by_ms is not None:
+        state.arm(e.start_by_ms, e.step, "start")
 
 
 def _new_unit(state: ExecutionState, e: ev.StepScheduled) -> Unit:

@@ -97,6 +97,9 @@ class StepScheduled(_Event):
     input: Any
     idempotency_key: str
     redelivery: bool = False
+    start_by_ms: int | None = _optional()
+    """When no worker took the unit by then, its attempt fails with ``SCHEDULE_TIMEOUT``
+    (the task's ``schedule_to_start``; absent: it may wait forever)."""
 
 
 class StepSkipped(_Event):

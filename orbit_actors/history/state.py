@@ -79,6 +79,7 @@ class Unit:
     worker_id: str | None = None
     dispatched_at_ms: int | None = None
     deadline_ms: int | None = None
+    start_by_ms: int | None = None
     next_attempt: int | None = None
     retry_at_ms: int | None = None
     fire_at_ms: int | None = None
@@ -145,7 +146,7 @@ class AbortMark:
     reason: str
 
 
-TimerKind = Literal["retry", "deadline", "timer"]
+TimerKind = Literal["retry", "deadline", "timer", "start"]
 
 
 @dataclass(order=True, frozen=True)
@@ -251,6 +252,8 @@ class ExecutionState:
             return unit.status == "retry_wait" and unit.next_attempt == entry.ref
         if entry.kind == "deadline":
             return unit.status == "dispatched" and unit.current_token == entry.ref
+        if entry.kind == "start":
+            return unit.status == "scheduled" and unit.start_by_ms == entry.due_ms
         return unit.status == "waiting" and unit.fire_at_ms == entry.due_ms
 
     def arm(self, due_ms: int, key: str, kind: TimerKind, ref: str | int | None = None) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import ChildNotRegisteredError, DefinitionError, Problem
+from .durations import format_duration
 from .expressions import (
     Expression,
     ExpressionSyntaxError,
@@ -37,6 +38,9 @@ ChildResolver = Callable[[str, str], str | None]
 
 HTTP_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 BASE_VARIABLES = frozenset({"input", "steps", "execution"})
+MIN_RETENTION_MS = 60_000
+"""A definition keeps its finished executions at least a minute (the server's ``--retention``
+may be shorter, for tests)."""
 
 
 def canonical_json(value: Any) -> str:
@@ -125,6 +129,12 @@ class _Checker:
         return plans
 
     def _check_names(self) -> None:
+        retention = self.d.retention
+        if retention is not None and retention < MIN_RETENTION_MS:
+            self.fail(
+                ("retention",),
+                f"{format_duration(retention)} is shorter than the minimum retention of 1m",
+            )
         for name in self.d.tasks:
             if name.startswith(RESERVED_PREFIXES):
                 self.fail(("tasks", name), f"task name `{name}` is reserved (orbit.*, workflow:*)")

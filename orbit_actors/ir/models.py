@@ -109,6 +109,9 @@ class TaskContract(_Model):
     version: ContractVersion
     output: Schema | None = None
     language: str | None = None
+    schedule_to_start: Duration | None = None
+    """How long a unit of this task may wait for a worker to take it before its attempt fails
+    with the retryable ``SCHEDULE_TIMEOUT``."""
 
 
 class ChildContract(_Model):
@@ -274,6 +277,7 @@ class Definition(_Model):
     queries: dict[str, str] = Field(default_factory=dict)
     limits: Limits | None = None
     timeout: Duration | None = None
+    retention: Duration | None = None
     retry: RetryPolicy | None = None
     steps: list[Step] = Field(min_length=1)
     output: Any = Field(default_factory=dict)

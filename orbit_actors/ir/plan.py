@@ -87,6 +87,9 @@ class CompiledDefinition:
     queries: dict[str, Expression]
     output: Template
     awaits: dict[str, list[str]] = field(default_factory=dict)
+    default_schedule_to_start_ms: int | None = None
+    """The server's ``--schedule-to-start``, for tasks that declare none (not part of the IR:
+    each unit's deadline is recorded on its ``StepScheduled``, so replay never reads this)."""
 
     @property
     def name(self) -> str:
@@ -119,3 +122,9 @@ class CompiledDefinition:
     def timeout_ms(self) -> int | None:
         """The run timeout."""
         return self.ir.timeout
+
+    def schedule_to_start_ms(self, task: str) -> int | None:
+        """How long a unit of ``task`` may wait for a worker (the task's own, else the
+        server's default; None: forever)."""
+        declared = self.ir.tasks[task].schedule_to_start
+        return declared if declared is not None else self.default_schedule_to_start_ms

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -60,6 +60,8 @@ class Snapshot:
     store_batches: int
     store_events: int
     store_largest_batch: int
+    units_waiting: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # (task, version, reason) -> units waiting for a worker
 
 
 class Counts:
@@ -125,6 +127,7 @@ class Metrics:
                                ["workflow", "status"])  # fmt: skip
         self.steps = Counts("orbit_step_outcomes", "Unit outcomes (attempts and resolutions).",
                             ["workflow", "outcome"])  # fmt: skip
+        self.purged = Counts("orbit_executions_purged", "Finished executions purged.", [])
         self.schedule_to_start = Latencies(
             "orbit_step_schedule_to_start_seconds", "From a unit scheduled to its dispatch.",
             ["workflow"], _LATENCY_BUCKETS,
@@ -139,7 +142,7 @@ class Metrics:
         )  # fmt: skip
         accumulated: list[Counts | Latencies] = [
             self.started, self.finished, self.steps, self.schedule_to_start, self.start_to_close,
-            self.commit_seconds,
+            self.commit_seconds, self.purged,
         ]  # fmt: skip
         self.registry.register(_Accumulated(accumulated))
         self.registry.register(_Gauges(snapshot))
@@ -217,6 +220,13 @@ class _Gauges(Collector):
         for task, count in sorted(s.queue_depth.items()):
             depth.add_metric([task], count)
         yield depth
+        waiting = GaugeMetricFamily(
+            "orbit_units_waiting", "Units waiting for a worker, by task, version and why.",
+            labels=["task", "version", "reason"],
+        )  # fmt: skip
+        for labels, count in sorted(s.units_waiting.items()):
+            waiting.add_metric(list(labels), count)
+        yield waiting
         yield _counter("orbit_actor_restarts", "Execution actors respawned after a crash.",
                        s.actor_restarts)  # fmt: skip
         yield _counter("orbit_actor_quarantines", "Executions quarantined.", s.quarantines)

@@ -221,6 +221,12 @@ async def rerun_execution(call: Call) -> Answer:
     return 200, body_of(plan)
 
 
+async def delete_execution(call: Call) -> Answer:
+    """Purge a finished execution now, with its finished children."""
+    await call.runtime.delete(call.params["execution_id"])
+    return 204, None
+
+
 async def resume_execution(call: Call) -> Answer:
     """Respawn a quarantined execution."""
     return 202, body_of(await call.runtime.resume(call.params["execution_id"]))
@@ -291,6 +297,11 @@ async def list_workers(call: Call) -> Answer:
     return 200, {"workers": [body_of(worker) for worker in await call.runtime.workers()]}
 
 
+async def list_tasks(call: Call) -> Answer:
+    """Every task version, with its online workers and what waits for it."""
+    return 200, {"tasks": [body_of(task) for task in await call.runtime.tasks()]}
+
+
 async def list_servers(call: Call) -> Answer:
     """The servers sharing the store."""
     servers = await call.runtime.servers()
@@ -341,6 +352,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {200: m.ExecutionList}, query=m.ListQuery, errors=(400,)),
     Endpoint("GET", _EXECUTION, describe_execution, "One execution's detail",
              {200: m.ExecutionDetail}, errors=(404,)),
+    Endpoint("DELETE", _EXECUTION, delete_execution, "Delete a finished execution now",
+             {204: None}, errors=(404, 409)),
     Endpoint("GET", f"{_EXECUTION}/history", execution_history, "The events of a run",
              {200: m.History}, query=m.HistoryQuery, errors=(400, 404)),
     Endpoint("GET", f"{_EXECUTION}/wait", wait_execution, "Wait until the execution finishes",
@@ -380,6 +393,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {202: m.Triggered}, errors=(404, 409, 429), tags=("schedules",)),
     Endpoint("GET", "/v1/workers", list_workers, "Every worker ever registered",
              {200: m.WorkerList}, tags=("workers",)),
+    Endpoint("GET", "/v1/tasks", list_tasks, "Task versions, their workers and what waits",
+             {200: m.TaskList}, tags=("workers",)),
     Endpoint("GET", "/v1/servers", list_servers, "The servers sharing the store",
              {200: m.ServerList}, tags=("servers",)),
     Endpoint("POST", "/v1/tasks/{token}/complete", complete_task, "Complete a task over HTTP",

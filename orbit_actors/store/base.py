@@ -8,7 +8,7 @@ leaves nothing of itself visible.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ..errors import StorageError
@@ -107,6 +107,33 @@ class ScheduleRecord:
     created_at_ms: int
     settled_ms: int = 0
     last_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long finished executions are kept after they closed: ``default_ms`` for every
+    definition that says nothing (None: forever), ``by_hash`` for those that say their own
+    (by definition hash)."""
+
+    default_ms: int | None
+    by_hash: dict[str, int] = field(default_factory=dict)
+
+
+PurgeOutcome = Literal["purged", "running", "missing"]
+
+
+@dataclass(frozen=True)
+class Purged:
+    """What purging one execution did: ``purged`` (``ids``: it and its finished descendants),
+    or nothing because it is ``running`` or ``missing``."""
+
+    outcome: PurgeOutcome
+    ids: list[str] = field(default_factory=list)
+
+
+PURGE_BATCH = 20
+"""Executions a purge removes in one transaction (with their descendants): a few milliseconds
+of the writer, so no commit waits long behind it."""
 
 
 @dataclass(slots=True)
@@ -259,6 +286,21 @@ class Store(Protocol):
     ) -> dict[str, list[str]]:
         """By schedule (every one, or ``schedule_id`` only), the executions its latest
         ``limit`` fired occurrences started, newest first; one read for all."""
+        ...
+
+    async def purge(self, execution_id: str) -> Purged:
+        """Delete a finished execution now: its row, history and runs, and those of its
+        finished descendants; the id may then be used again."""
+        ...
+
+    async def purge_due(self, retention: Retention, now_ms: int, limit: int) -> list[str]:
+        """Purge up to ``limit`` executions closed more than their retention before
+        ``now_ms`` (roots, and children whose parent is gone), each with its finished
+        descendants, in one transaction; returns every id purged (empty: nothing is due)."""
+        ...
+
+    async def reclaim(self) -> None:
+        """Give the space purges freed back for reuse (what the engine needs, if anything)."""
         ...
 
     async def release_claims(self, except_owner: str) -> int:

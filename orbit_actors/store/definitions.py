@@ -17,8 +17,9 @@ from ..store.base import DefinitionRecord, Store
 class DefinitionRegistry:
     """Every definition of the store, compiled; registration goes through the store first."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, schedule_to_start_ms: int | None = None) -> None:
         self._store = store
+        self._schedule_to_start_ms = schedule_to_start_ms
         self._by_hash: dict[str, CompiledDefinition] = {}
         self._versions: dict[str, list[str]] = {}  # name -> versions in registration order
         self._latest: dict[str, str] = {}  # name -> its latest version (worked out on register)
@@ -41,6 +42,7 @@ class DefinitionRegistry:
         return added
 
     def _add(self, record: DefinitionRecord, compiled: CompiledDefinition) -> None:
+        compiled.default_schedule_to_start_ms = self._schedule_to_start_ms
         self._by_hash[record.definition_hash] = compiled
         self._records[(record.name, record.version)] = record
         versions = self._versions.setdefault(record.name, [])

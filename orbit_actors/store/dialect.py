@@ -7,14 +7,17 @@ definitions, workers, schedules and their claims live here and nowhere else."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from .base import (
     KEPT_CLAIMS,
     DefinitionRecord,
+    Purged,
     PutDefinition,
     PutOutcome,
+    Retention,
     ScheduleRecord,
     WorkerRecord,
 )
@@ -39,6 +42,7 @@ class Dialect:
 
     mark: str
     greatest: str
+    skip_locked: str = ""  # what keeps two servers from taking the same rows
     _cache: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __call__(self, statement: str) -> str:
@@ -59,7 +63,7 @@ class Dialect:
 
 
 SQLITE = Dialect("?", "MAX")
-POSTGRES = Dialect("%s", "GREATEST")
+POSTGRES = Dialect("%s", "GREATEST", " FOR UPDATE SKIP LOCKED")
 
 
 def put_definition(sql: Dialect, conn: Connection, record: DefinitionRecord) -> PutDefinition:
@@ -210,3 +214,95 @@ def occurrences_query(limit: int, schedule_id: str | None) -> tuple[str, list[An
         "WHERE n <= ? ORDER BY schedule_id, occurrence_ms DESC"
     )
     return query, [schedule_id, limit] if schedule_id is not None else [limit]
+
+
+K = TypeVar("K", bound=Connection)
+DropHistory = Callable[[K, str], None]
+"""Deletes the history segments of one execution (each engine keeps them its own way)."""
+
+_ROOTS_DUE = (
+    "SELECT execution_id FROM executions WHERE closed_at_ms <= ? AND parent_id IS NULL{only} "
+    "ORDER BY closed_at_ms LIMIT ?{lock}"
+)
+_ORPHANS_DUE = (
+    "SELECT c.execution_id FROM executions c WHERE c.parent_id IS NOT NULL "
+    "AND c.closed_at_ms <= ? AND NOT EXISTS (SELECT 1 FROM executions p "
+    "WHERE p.execution_id = c.parent_id) LIMIT ?{lock}"
+)
+
+
+def purge(sql: Dialect, conn: K, execution_id: str, drop: DropHistory[K]) -> Purged:
+    """Delete a finished execution and its finished descendants (rows, runs, history)."""
+    row = sql.run(
+        conn, "SELECT closed_at_ms FROM executions WHERE execution_id = ?", execution_id
+    ).fetchone()
+    if row is None:
+        return Purged("missing")
+    if row[0] is None:
+        return Purged("running")
+    ids = _with_descendants(sql, conn, execution_id)
+    for each in ids:
+        drop(conn, each)
+        sql.run(conn, "DELETE FROM runs WHERE execution_id = ?", each)
+        sql.run(conn, "DELETE FROM executions WHERE execution_id = ?", each)
+    return Purged("purged", ids)
+
+
+def _with_descendants(sql: Dialect, conn: Connection, root: str) -> list[str]:
+    """``root`` and its finished descendants (a running child, and what is below it, stays:
+    it is purged on its own once it has finished and its retention has passed)."""
+    found, todo = [root], [root]
+    while todo:
+        children = [
+            row[0]
+            for row in sql.run(
+                conn,
+                "SELECT execution_id FROM executions "
+                "WHERE parent_id = ? AND closed_at_ms IS NOT NULL",
+                todo.pop(),
+            ).fetchall()
+        ]
+        found += children
+        todo += children
+    return found
+
+
+def purge_due(
+    sql: Dialect, conn: K, retention: Retention, now_ms: int, limit: int, drop: DropHistory[K],
+) -> list[str]:  # fmt: skip
+    """Purge up to ``limit`` executions whose retention has passed (see
+    :meth:`~orbit_actors.store.base.Store.purge_due`); every id purged."""
+    purged: list[str] = []
+    for execution_id in due(sql, conn, retention, now_ms, limit):
+        purged += purge(sql, conn, execution_id, drop).ids
+    return purged
+
+
+def due(sql: Dialect, conn: Connection, retention: Retention, now_ms: int, limit: int) -> list[str]:
+    """Up to ``limit`` executions to purge: roots of each definition with a retention of its
+    own, roots of the rest under the default, then children whose parent was purged before
+    they finished (under the default)."""
+    found: list[str] = []
+    for definition_hash, keep_ms in sorted(retention.by_hash.items()):
+        found += _due_rows(
+            sql, conn, _ROOTS_DUE, " AND definition_hash = ?",
+            (now_ms - keep_ms, definition_hash), limit - len(found),
+        )  # fmt: skip
+    if retention.default_ms is not None:
+        cutoff = now_ms - retention.default_ms
+        others = tuple(retention.by_hash)
+        only = f" AND definition_hash NOT IN ({', '.join('?' * len(others))})" if others else ""
+        found += _due_rows(sql, conn, _ROOTS_DUE, only, (cutoff, *others), limit - len(found))
+        found += _due_rows(sql, conn, _ORPHANS_DUE, "", (cutoff,), limit - len(found))
+    return found
+
+
+def _due_rows(
+    sql: Dialect, conn: Connection, template: str, only: str, args: tuple[Any, ...], limit: int
+) -> list[str]:
+    if limit <= 0:
+        return []
+    statement = template.format(only=only, lock=sql.skip_locked)
+    cutoff, *rest = args
+    rows = sql.run(conn, statement, cutoff, *rest, limit).fetchall()
+    return [row[0] for row in rows]

@@ -15,8 +15,10 @@ from .base import (
     DefinitionRecord,
     ExecutionPage,
     ExecutionRow,
+    Purged,
     PutDefinition,
     PutOutcome,
+    Retention,
     ScheduleRecord,
     StoreStatistics,
     WorkerRecord,
@@ -61,6 +63,10 @@ class SqlStore(Generic[C]):
         query = self._sql(statement)
         rows: list[tuple[Any, ...]] = await self._read(lambda c: c.execute(query, args).fetchall())
         return rows
+
+    def _drop_history(self, conn: C, execution_id: str) -> None:
+        """Delete the history segments of one execution (the engine's own layout)."""
+        raise NotImplementedError
 
     def _schedules_changed(self, conn: C, outcome: T) -> T:
         """Tell whoever else reads the schedules that they changed (nobody, by default)."""
@@ -115,6 +121,22 @@ class SqlStore(Generic[C]):
         """How many executions have each status."""
         rows = await self._rows("SELECT status, COUNT(*) FROM executions GROUP BY status")
         return {status: count for status, count in rows}
+
+    # -- retention ------------------------------------------------------------------------
+    async def purge(self, execution_id: str) -> Purged:
+        """Delete a finished execution now, with its finished descendants."""
+        sql, drop = self._sql, self._drop_history
+        return await self._writer.write(lambda conn: dialect.purge(sql, conn, execution_id, drop))
+
+    async def purge_due(self, retention: Retention, now_ms: int, limit: int) -> list[str]:
+        """Purge up to ``limit`` executions whose retention has passed, in one transaction."""
+        sql, drop = self._sql, self._drop_history
+        return await self._writer.write(
+            lambda conn: dialect.purge_due(sql, conn, retention, now_ms, limit, drop)
+        )
+
+    async def reclaim(self) -> None:
+        """The database reuses the space rows leave (nothing to do unless the engine says)."""
 
     # -- workers --------------------------------------------------------------------------
     async def upsert_worker(self, record: WorkerRecord) -> None:

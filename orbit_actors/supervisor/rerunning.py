@@ -66,9 +66,7 @@ class Rerunner:
         registry = self._registry
         running = execution_id in registry or execution_id in registry.quarantined
         if running or row.status == "running":
-            raise ExecutionRunningError(
-                f"execution `{execution_id}` is running; cancel or terminate it first"
-            )
+            raise ExecutionRunningError(execution_id)
         previous, old = await self._load(execution_id)
         new = old if version is None else await self._version(old.name, version)
         plan = plan_rerun(previous, old, new, from_step)
@@ -84,7 +82,7 @@ class Rerunner:
             began = trio.current_time()
             await self._store.commit(Commit(summary, events, rollover=True))
             self._committed(state, events, trio.current_time() - began)
-            self._waiters.forget(execution_id)
+            self._waiters.forget([execution_id])
             self._supervisor.spawn(state, new)
         return state.run
 

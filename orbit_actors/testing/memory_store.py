@@ -17,8 +17,10 @@ from ..store.base import (
     DefinitionRecord,
     ExecutionPage,
     ExecutionRow,
+    Purged,
     PutDefinition,
     PutOutcome,
+    Retention,
     ScheduleRecord,
     StoreStatistics,
     WakeEntry,
@@ -302,6 +304,62 @@ class MemoryStore:
             if sid == schedule_id and execution_id is not None
         )
         return [execution_id for _, execution_id in reversed(fired)]
+
+    # -- retention ------------------------------------------------------------------------
+    async def purge(self, execution_id: str) -> Purged:
+        """Delete a finished execution and its finished descendants."""
+        await self._write()
+        return self._purge(execution_id)
+
+    def _purge(self, execution_id: str) -> Purged:
+        found = self._executions.get(execution_id)
+        if found is None:
+            return Purged("missing")
+        if found[1].closed_at_ms is None:
+            return Purged("running")
+        ids, todo = [execution_id], [execution_id]
+        while todo:
+            parent = todo.pop()
+            children = [
+                row.execution_id
+                for _, row in self._executions.values()
+                if row.parent_id == parent and row.closed_at_ms is not None
+            ]
+            ids += children
+            todo += children
+        for each in ids:
+            del self._executions[each]
+            for key in [k for k in self._history if k[0] == each]:
+                del self._history[key]
+        return Purged("purged", ids)
+
+    async def purge_due(self, retention: Retention, now_ms: int, limit: int) -> list[str]:
+        """Purge up to ``limit`` executions whose retention has passed."""
+        await self._write()
+        due = [
+            row.execution_id
+            for _, row in self._executions.values()
+            if self._due(row, retention, now_ms)
+        ]
+        purged: list[str] = []
+        for execution_id in due[:limit]:
+            if execution_id in self._executions:
+                purged += self._purge(execution_id).ids
+        return purged
+
+    def _due(self, row: ExecutionRow, retention: Retention, now_ms: int) -> bool:
+        if row.closed_at_ms is None:
+            return False
+        if row.parent_id is not None and row.parent_id in self._executions:
+            return False
+        keep = retention.by_hash.get(row.definition_hash, retention.default_ms)
+        if row.parent_id is not None:
+            keep = retention.default_ms  # a child left behind by its purged parent
+        return keep is not None and row.closed_at_ms <= now_ms - keep
+
+    async def reclaim(self) -> None:
+        """Memory needs nothing given back."""
+        await trio.lowlevel.checkpoint()
 
     async def release_claims(self, except_owner: str) -> int:
         """Release other processes' claims that never fired."""

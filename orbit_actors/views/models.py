@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..history.events import ErrorInfo
+from .waiting import Waiting
 
 
 def _absent(value: object) -> bool:
@@ -58,6 +59,7 @@ class Unit(BaseModel):
     dispatched_at_ms: int | None
     deadline_ms: int | None
     error: ErrorInfo | None
+    waiting: Waiting | None = Field(default=None, exclude_if=_absent)
 
 
 class PendingSignal(BaseModel):
@@ -99,6 +101,19 @@ class Worker(BaseModel):
     online: bool
     sessions: int
     inflight: int
+
+
+class TaskStatus(BaseModel):
+    """One task version: the online workers serving it here, their capacity and tasks in
+    flight, and the units waiting for it (and for how long the oldest has)."""
+
+    task: str
+    version: str
+    workers_online: int
+    capacity: int
+    in_flight: int
+    waiting: int
+    oldest_waiting_ms: int | None
 
 
 class Schedule(BaseModel):

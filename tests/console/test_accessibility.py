@@ -44,6 +44,7 @@ PAGES = {
     "execution-failed": ("#/executions/{crashed}", "pre.trace"),
     "execution-fan-out": ("#/executions/{fanned}", ".children a"),
     "workers": ("#/workers", "tbody tr"),
+    "tasks": ("#/tasks", "tbody tr"),
     "schedules": ("#/schedules", ".card"),
     "definitions": ("#/definitions", "tbody tr"),
     "definition": ("#/definitions/approval/1.0.0", "pre.yaml"),

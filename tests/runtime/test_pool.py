@@ -156,3 +156,21 @@ def test_a_settled_token_can_be_restored_while_its_session_lives() -> None:
     model.pool.settle("tok-a")
     model.pool.end("s1")
     assert model.pool.restore(held) is False
+
+
+def test_a_withdrawn_unit_no_longer_waits_and_is_skipped_when_its_turn_comes() -> None:
+    offers: list[Offer] = []
+
+    def offer(made: Offer) -> str:
+        offers.append(made)
+        return f"tok-{len(offers)}"
+
+    pool = WorkerPool(offer)
+    pool.enqueue("e", unit("late"))
+    pool.enqueue("e", unit("next"))
+    pool.withdraw("e", unit("late"))
+    pool.withdraw("e", unit("late"))  # twice is once
+    assert pool.loads()[("t", "1")].waiting == 1 and pool.statistics() == {"t@1": 1}
+    pool.connect("s1", "w1", "python", [("t", "1")], 5, lambda message: None)
+    assert [offer.key for offer in offers] == ["next"]
+    assert pool.statistics() == {"t@1": 0}

@@ -246,6 +246,39 @@ async def test_an_older_file_is_migrated_and_keeps_its_data(tmp_path: Path) -> N
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+async def test_a_file_from_before_retention_switches_to_incremental_vacuum(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number in range(1, 5):
+        apply_migration(conn, number)
+    conn.execute(
+        "INSERT INTO executions (execution_id, workflow, version, definition_hash, status, run, "
+        "last_seq, started_at_ms, closed_at_ms) VALUES ('old', 'wf', '1.0.0', 'h', 'completed', "
+        "1, 0, 1, 2)"
+    )
+    assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0
+    conn.close()
+    async with open_sqlite_store(path) as store:
+        assert (await store.purge("old")).ids == ["old"]
+    reopened = sqlite3.connect(path)
+    assert reopened.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # INCREMENTAL
+
+
+async def test_free_pages_beyond_a_quarter_of_the_file_are_given_back(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    async with open_sqlite_store(path) as store:
+        for n in range(300):
+            await store.commit(commit(f"e{n}", 1, 3, pad=4000, status="completed"))
+        grown = path.stat().st_size
+        for n in range(300):
+            await store.purge(f"e{n}")
+        await store.reclaim()
+    conn = sqlite3.connect(path)
+    free, pages = (conn.execute(f"PRAGMA {name}").fetchone()[0]
+                   for name in ("freelist_count", "page_count"))  # fmt: skip
+    assert free <= pages // 4 + 1 and path.stat().st_size < grown
+
+
 # -- proof by killing ---------------------------------------------------------------------
 
 

@@ -1,5 +1,6 @@
 // Steering one execution: a signal form per declared signal (built from its schema, checked as
-// the server checks it), the declared queries, cancel with a reason, resume when quarantined.
+// the server checks it), the declared queries, cancel with a reason, resume when quarantined,
+// delete once finished.
 
 import { api, segment } from "./api.js";
 import { h, replace, errorBox, jsonBlock } from "./dom.js";
@@ -103,6 +104,20 @@ function resumeForm(executionId, changed) {
     h("button", { type: "button", onclick: resume }, "Resume"), area);
 }
 
+function deleteForm(executionId) {
+  const area = outcomeArea();
+  const confirm = h("div", { class: "inline", hidden: true },
+    h("p", {}, "Its history, and its finished children, are deleted for good."),
+    h("button", { type: "button", class: "danger", onclick: () => attempt(area, async () => {
+      await api("DELETE", `/v1/executions/${segment(executionId)}`);
+      location.hash = "#/executions";
+    }, () => `Deleted ${executionId}.`) }, "Delete for good"));
+  return h("div", { class: "card" }, h("h3", {}, "Delete"),
+    h("p", { class: "muted" }, "Finished executions are purged once their retention has passed; this deletes it now."),
+    h("button", { type: "button", onclick: () => { confirm.hidden = false; } }, "Delete execution"),
+    confirm, area);
+}
+
 /** The actions section for `detail` of a definition `ir`; `changed()` asks for a refresh. */
 export function actions(detail, ir, changed) {
   const running = detail.status === "running";
@@ -115,6 +130,7 @@ export function actions(detail, ir, changed) {
     parts.push(cancelForm(detail.execution_id, changed));
   }
   parts.push(...operateCards(detail, ir, changed));
+  if (detail.closed_at_ms !== null && detail.closed_at_ms !== undefined) parts.push(deleteForm(detail.execution_id));
   if (queries.length) {
     parts.push(h("div", { class: "card" }, h("h3", {}, "Queries"),
       h("ul", { class: "plain" }, queries.map(([name, expression]) => queryRow(detail.execution_id, name, expression)))));

@@ -9,6 +9,7 @@ import { renderSignIn } from "./pages/signin.js";
 import { renderExecutions } from "./pages/executions.js";
 import { renderExecution } from "./pages/execution.js";
 import { renderWorkers } from "./pages/workers.js";
+import { renderTasks } from "./pages/tasks.js";
 import { renderSchedules } from "./pages/schedules.js";
 import { renderDefinitions } from "./pages/definitions.js";
 import { renderServers } from "./pages/servers.js";
@@ -22,6 +23,7 @@ let signedIn = false;
 const PAGES = {
   executions: (route) => (route.parts.length > 1 ? renderExecution : renderExecutions),
   workers: () => renderWorkers,
+  tasks: () => renderTasks,
   schedules: () => renderSchedules,
   definitions: () => renderDefinitions,
   servers: () => renderServers,

@@ -11,7 +11,8 @@ const FIRST_UNITS = 200;
 function unitRows(units, children, limit) {
   return units.slice(0, limit).map((unit) => h("tr", { "data-unit": unit.key },
     h("td", { class: "mono" }, unit.key),
-    h("td", {}, badge(unit.status)),
+    h("td", {}, badge(unit.status), unit.waiting
+      ? h("div", { class: "small muted", "data-waiting": unit.waiting.reason }, unit.waiting.message) : null),
     h("td", {}, String(unit.attempt), unit.redelivery ? " (redelivered)" : ""),
     h("td", {}, unit.worker_id || "—"),
     h("td", {}, when(unit.dispatched_at_ms)),

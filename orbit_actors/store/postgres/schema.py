@@ -93,6 +93,13 @@ MIGRATIONS: Sequence[Sequence[str]] = (
     ),
     # 4: whether an operator paused an execution (operations.md, "Pause")
     ("ALTER TABLE executions ADD COLUMN paused BOOLEAN NOT NULL DEFAULT false",),
+    # 5: retention: finished executions by close time (what a purge looks for) and children by
+    # parent (what goes with a purged parent); autovacuum makes the space rows leave reusable.
+    (
+        "CREATE INDEX executions_by_close ON executions (closed_at_ms) "
+        "WHERE closed_at_ms IS NOT NULL",
+        "CREATE INDEX executions_by_parent ON executions (parent_id) WHERE parent_id IS NOT NULL",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("definitions", "executions", "segments", "runs", "workers", "schedules",

@@ -77,6 +77,10 @@ class PostgresStore(SqlStore[Conn]):
         self._batcher = batcher
         self.cluster: PostgresCluster | None = None
 
+    def _drop_history(self, conn: Conn, execution_id: str) -> None:
+        """Segments are keyed by execution: one index range."""
+        conn.execute("DELETE FROM segments WHERE execution_id = %s", (execution_id,))
+
     def _schedules_changed(self, conn: Conn, outcome: T) -> T:
         """Tell every server listening that the schedules changed."""
         return records.schedules_changed(conn, outcome)

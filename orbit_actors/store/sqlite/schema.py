@@ -70,7 +70,16 @@ MIGRATIONS: Sequence[Sequence[str]] = (
     ),
     # 5: whether an operator paused an execution (operations.md, "Pause")
     ("ALTER TABLE executions ADD COLUMN paused INTEGER NOT NULL DEFAULT 0",),
+    # 6: retention. Finished executions by close time (what a purge looks for) and children by
+    # parent (what goes with a purged parent); the file reuses freed pages and gives back what
+    # is left over (auto_vacuum = INCREMENTAL, switched on by :func:`_reuse_freed_pages`).
+    (
+        "CREATE INDEX executions_by_close ON executions (closed_at_ms) "
+        "WHERE closed_at_ms IS NOT NULL",
+        "CREATE INDEX executions_by_parent ON executions (parent_id) WHERE parent_id IS NOT NULL",
+    ),
 )
+INCREMENTAL = 2  # PRAGMA auto_vacuum
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -129,6 +138,16 @@ def _migrate(path: Path, conn: sqlite3.Connection) -> None:
         )
     for number in range(version + 1, SCHEMA_VERSION + 1):
         apply_migration(conn, number)
+    _reuse_freed_pages(conn)
+
+
+def _reuse_freed_pages(conn: sqlite3.Connection) -> None:
+    """Switch the file to ``auto_vacuum = INCREMENTAL`` once. SQLite applies the change only
+    by rewriting the file (``VACUUM``): instant for a new file, once for a file from an older
+    Orbit (as long as copying it takes)."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != INCREMENTAL:
+        conn.execute(f"PRAGMA auto_vacuum = {INCREMENTAL}")
+        conn.execute("VACUUM")
 
 
 def apply_migration(conn: sqlite3.Connection, number: int) -> None:

@@ -118,6 +118,26 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             if segments
         }
 
+    # -- retention ------------------------------------------------------------------------
+    def _drop_history(self, conn: sqlite3.Connection, execution_id: str) -> None:
+        """Follow each run's chain of segments from its head (the segment ids are the primary
+        key: no index on the execution is needed)."""
+        heads = conn.execute(
+            "SELECT head FROM executions WHERE execution_id = ? "
+            "UNION ALL SELECT head FROM runs WHERE execution_id = ?",
+            (execution_id, execution_id),
+        ).fetchall()
+        for (head,) in heads:
+            if head is not None:
+                conn.execute(_DROP_RUN, (head,))
+
+    async def reclaim(self) -> None:
+        """Give the file's free pages beyond a reserve back to the system, a few hundred per
+        transaction. The reserve (a quarter of the file) is what the next purges free and the
+        next commits fill again, so a steady load neither grows nor churns the file."""
+        while await self._writer.write(_give_back_pages):
+            pass
+
     # -- schedules ------------------------------------------------------------------------
     async def release_claims(self, except_owner: str) -> int:
         """Release other processes' claims that never fired."""
@@ -177,3 +197,25 @@ def _history(conn: sqlite3.Connection, execution_id: str, run: int | None) -> li
             return []
         head = archived[0]
     return [r[0] for r in conn.execute(HISTORY_OF_RUN, (head, head))]
+
+
+def _give_back_pages(conn: sqlite3.Connection) -> bool:
+    """Free up to RECLAIM_PAGES pages beyond the reserve; True when more are left."""
+    free: int = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    pages: int = conn.execute("PRAGMA page_count").fetchone()[0]
+    excess = -((pages - 4 * free) // 3)  # pages to give back so free <= (pages - x) / 4
+    for _ in range(min(excess, RECLAIM_PAGES)):
+        conn.execute("PRAGMA incremental_vacuum(1)")  # Python steps a PRAGMA once: one page
+    return excess > RECLAIM_PAGES
+
+
+RECLAIM_PAGES = 100
+_DROP_RUN = """
+WITH RECURSIVE chain(id) AS (
+    SELECT ?
+    UNION ALL
+    SELECT segments.prev FROM segments JOIN chain ON segments.id = chain.id
+    WHERE segments.prev IS NOT NULL
+)
+DELETE FROM segments WHERE id IN (SELECT id FROM chain)
+"""
