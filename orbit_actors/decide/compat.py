@@ -1,0 +1,193 @@
+"""Could a candidate definition have written this history? The upgrade check's pure core.
+
+A recorded run is fed to the candidate's decider event by event. Events the outside world caused
+(a start, a dispatch, a worker's result, a signal, a cancel) are applied as recorded; at each
+event the decider caused, the candidate must propose exactly that event — same type, same step,
+same attempt, same input — and before each outside event it must have nothing more to decide.
+The first place where it does otherwise is the :class:`Divergence`. Besides, the candidate must
+accept each outside event: declare each signal the run received, and call the same task, child
+workflow version or http request as the version in force when each unit was dispatched.
+
+A recorded wait stands: a retry's delay and a timer's due time already decided are not compared
+(a changed retry policy or sleep applies to what is decided after the migration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..history import events as ev
+from ..history.apply import apply
+from ..history.state import ExecutionState
+from ..ir.plan import CompiledDefinition
+from .decider import decide
+from .invocation import ChildInvocation, HttpInvocation, TaskInvocation, invocation
+from .narrate import candidate_sentence, phrase, recorded_sentence
+
+DECIDED_TYPES = frozenset(
+    {
+        "StepScheduled", "StepSkipped", "StepFanOut", "RetryScheduled", "StepFailed",
+        "StepCancelled", "TimerStarted", "TimerFired", "SignalDelivered", "LimitExceeded",
+        "WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut",
+        "WorkflowContinuedAsNew",
+    }
+)  # fmt: skip
+"""Event types the decider writes; every other type comes from outside (commands, workers)."""
+
+_NOT_COMPARED: dict[str, frozenset[str]] = {
+    "RetryScheduled": frozenset({"delay_ms"}),
+    "TimerStarted": frozenset({"fire_at_ms"}),
+}
+_POSITION = frozenset({"seq", "timestamp_ms"})
+
+Definitions = Callable[[str], CompiledDefinition | None]
+"""A compiled definition by its hash (the versions a history ran under)."""
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first event where a candidate would not have written the history: its seq, and one
+    sentence each for what was recorded and what the candidate would do."""
+
+    seq: int
+    recorded: str
+    candidate: str
+
+
+def first_divergence(
+    history: Sequence[ev.Event], candidate: CompiledDefinition, definitions: Definitions
+) -> Divergence | None:
+    """Where ``candidate`` would first have decided otherwise than ``history`` (one run), or
+    None when it is compatible. Pure; never raises for a candidate that does not fit."""
+    state = ExecutionState()
+    position = 0
+    while position < len(history):
+        event = history[position]
+        if event.type in DECIDED_TYPES and state.started:
+            found, position = _decided_batch(state, candidate, history, position)
+        else:
+            before = history[position - 1].timestamp_ms if position else event.timestamp_ms
+            found = _outside_event(state, candidate, definitions, event, before)
+            position += 1
+        if found is not None:
+            return found
+    return _after_the_end(state, candidate, history)
+
+
+def _decided_batch(
+    state: ExecutionState, candidate: CompiledDefinition, history: Sequence[ev.Event], at: int
+) -> tuple[Divergence | None, int]:
+    """Compare one round of the candidate's decisions with the recorded events from ``at``."""
+    first = history[at]
+    proposed = _decide(state, candidate, first.timestamp_ms)
+    if isinstance(proposed, str):
+        return Divergence(first.seq, recorded_sentence(first), candidate_sentence(proposed)), at
+    if not proposed:
+        return Divergence(first.seq, recorded_sentence(first), candidate_sentence(_NOTHING)), at
+    for offset, wanted in enumerate(proposed):
+        got = history[at + offset] if at + offset < len(history) else None
+        if got is None:
+            text = f"Nothing is recorded after seq {history[-1].seq}."
+            return Divergence(wanted.seq, text, candidate_sentence(phrase(wanted))), at
+        if not same_decision(wanted, got):
+            return Divergence(got.seq, recorded_sentence(got), _instead(wanted)), at
+        apply(state, got)
+    return None, at + len(proposed)
+
+
+def _outside_event(
+    state: ExecutionState, candidate: CompiledDefinition, definitions: Definitions,
+    event: ev.Event, before_ms: int,
+) -> Divergence | None:  # fmt: skip
+    """The candidate must have nothing left to decide before ``event`` (at the time of the event
+    before it: the actor decided to its fixpoint then), and must accept it."""
+    if state.started and not state.finished:
+        proposed = _decide(state, candidate, before_ms)
+        if isinstance(proposed, str) or proposed:
+            action = proposed if isinstance(proposed, str) else phrase(proposed[0])
+            return Divergence(event.seq, recorded_sentence(event), _instead_text(action))
+    refusal = _refusal(state, candidate, definitions, event)
+    if refusal is not None:
+        return Divergence(event.seq, recorded_sentence(event), candidate_sentence(refusal))
+    apply(state, event)
+    return None
+
+
+def _after_the_end(
+    state: ExecutionState, candidate: CompiledDefinition, history: Sequence[ev.Event]
+) -> Divergence | None:
+    """After the last recorded event the candidate must be at its fixpoint too."""
+    if not history or not state.started or state.finished:
+        return None
+    proposed = _decide(state, candidate, history[-1].timestamp_ms)
+    if not proposed:
+        return None
+    action = proposed if isinstance(proposed, str) else phrase(proposed[0])
+    text = f"Nothing is recorded after seq {history[-1].seq}."
+    return Divergence(history[-1].seq + 1, text, candidate_sentence(action))
+
+
+def same_decision(proposed: ev.Event, recorded: ev.Event) -> bool:
+    """True when the candidate's event is the recorded one, up to its position in time and the
+    fields of an already decided wait."""
+    if proposed.type != recorded.type:
+        return False
+    ignored = _POSITION | _NOT_COMPARED.get(proposed.type, frozenset())
+    return _fields(proposed, ignored) == _fields(recorded, ignored)
+
+
+def _fields(event: ev.Event, ignored: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in event.model_dump().items() if k not in ignored}
+
+
+_NOTHING = "decide nothing at this point"
+
+
+def _instead(wanted: ev.Event) -> str:
+    return _instead_text(phrase(wanted))
+
+
+def _instead_text(action: str) -> str:
+    return candidate_sentence(f"{action} instead")
+
+
+def _decide(state: ExecutionState, candidate: CompiledDefinition, now: int) -> list[ev.Event] | str:
+    """The candidate's next round, or why it cannot decide on this state at all (a unit of a
+    step it does not have, say): the decider trusts its state, which a foreign one breaks."""
+    try:
+        return decide(state, candidate, now)
+    except (KeyError, AssertionError, TypeError, ValueError, IndexError) as exc:
+        return f"be unable to decide here ({type(exc).__name__}: {exc})"
+
+
+def _refusal(
+    state: ExecutionState, candidate: CompiledDefinition, definitions: Definitions, event: ev.Event
+) -> str | None:
+    """What the candidate would do instead of accepting an outside event, if it would not."""
+    if isinstance(event, ev.SignalReceived) and event.name not in candidate.ir.signals:
+        return f"refuse signal `{event.name}`, which it does not declare"
+    if isinstance(event, ev.StepDispatched):
+        base = definitions(state.definition_hash)
+        if base is None:
+            return None
+        recorded, wanted = _callee(state, base, event.step), _callee(state, candidate, event.step)
+        if recorded != wanted:
+            return f"hand step `{event.step}` to {wanted} instead of {recorded}"
+    return None
+
+
+def _callee(state: ExecutionState, definition: CompiledDefinition, key: str) -> str:
+    """What a unit calls under ``definition``, in words."""
+    try:
+        found = invocation(state, definition, key)
+    except (KeyError, AssertionError):
+        return "nothing (it has no such step)"
+    if isinstance(found, TaskInvocation):
+        return f"task `{found.task_name}@{found.contract_version}`"
+    if isinstance(found, ChildInvocation):
+        return f"child workflow `{found.workflow}@{found.version}`"
+    if isinstance(found, HttpInvocation):
+        return "the built-in http request"
+    return "nothing"
