@@ -28,9 +28,11 @@ from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
+from .decide.compat import Divergence
 from .decide.query import evaluate_query
+from .decide.stepping import ReplayPoint
 from .decide.transitions import ServerLimits, Verdict
-from .errors import RunNotFoundError, StorageError
+from .errors import OrbitError, RunNotFoundError, StorageError, WorkflowNotFoundError
 from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
@@ -46,8 +48,10 @@ from .supervisor import forwarding as fw
 from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
 from .supervisor.membership import LocalServer, Membership, keep_membership
+from .supervisor.migration import MigrationRequest, MigrationResult, plan_migration
 from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
+from .supervisor.upgrade import CheckPage, Upgrades
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
 
@@ -344,8 +348,10 @@ class Runtime:
             fw.WaitCommand: self._wait_here,
             fw.OfferCommand: self._offer_here,
             fw.UncertainCommand: self._uncertain_here,
+            fw.MigrateCommand: self._migrate_here,
         }
         self._sharing = parts.sharing
+        self.upgrades = Upgrades(parts.store, parts.definitions)
 
     # -- commands for executions owned elsewhere -------------------------------------------
     async def _routed(
@@ -523,6 +529,76 @@ class Runtime:
         self.registry.mark_uncertain(c.token, c.reason)
         if self._sharing is not None:
             self._sharing.answered(c.token)
+
+    # -- upgrades --------------------------------------------------------------------------
+    async def definition(self, name: str, version: str | None) -> CompiledDefinition:
+        """A registered definition (another server's too, on a shared store); raises
+        WorkflowNotFoundError."""
+        try:
+            return self.definitions.resolve(name, version)
+        except WorkflowNotFoundError:
+            await self.definitions.refresh()
+            return self.definitions.resolve(name, version)
+
+    async def check_candidate(
+        self, name: str, version: str, source: str | dict[str, Any], limit: int,
+        cursor: str | None,
+    ) -> tuple[CompiledDefinition, CheckPage]:  # fmt: skip
+        """Check a candidate against one page of the running executions of ``name@version``."""
+        base = await self.definition(name, version)
+        candidate = await self.upgrades.candidate(source, name)
+        return candidate, await self.upgrades.check(base, candidate, limit, cursor)
+
+    async def migrate(self, request: MigrationRequest) -> MigrationResult:
+        """Move the running executions of ``from_version`` the check finds compatible onto
+        ``to_version``; everything is validated before the first execution moves."""
+        await self.definition(request.workflow, request.from_version)
+        target = await self.definition(request.workflow, request.to_version)
+        plan = await plan_migration(self.store, self.upgrades, request, target)
+        if request.dry_run:
+            return MigrationResult(plan.compatible, plan.skipped)
+        result = MigrationResult([], list(plan.skipped))
+        for execution_id in plan.compatible:
+            outcome = await self._migrate_one(execution_id, request.from_version, target)
+            result.add(execution_id, outcome)
+        return result
+
+    async def _migrate_one(
+        self, execution_id: str, from_version: str, target: CompiledDefinition
+    ) -> dict[str, Any]:
+        command = fw.MigrateCommand(
+            from_version=from_version, definition_hash=target.definition_hash
+        )
+        local = partial(self._migrate_here, execution_id, command)
+        try:
+            answer: dict[str, Any] = await self._routed(execution_id, local, command)
+        except OrbitError as exc:
+            return {"migrated": False, "first_divergent_seq": None, "reason": str(exc)}
+        return answer
+
+    async def _migrate_here(self, execution_id: str, c: fw.MigrateCommand) -> dict[str, Any]:
+        definition = self.definitions.by_hash(c.definition_hash)
+        if definition is None:
+            await self.definitions.refresh()
+            definition = self.definitions.by_hash(c.definition_hash)
+        if definition is None:
+            raise WorkflowNotFoundError(f"definition {c.definition_hash} is not registered")
+        command = cmd.MigrateTo(definition, c.from_version, self.definitions.by_hash, reply=Reply())
+        answer: dict[str, Any] = await self.registry.request(execution_id, command)
+        return answer
+
+    async def replay(
+        self, execution_id: str, run: int | None, at: int | None,
+        candidate: str | dict[str, Any] | None = None,
+    ) -> tuple[int, ReplayPoint, CompiledDefinition | None, Divergence | None]:  # fmt: skip
+        """One point of a run, decided by the definition in force there or by a candidate of
+        the execution's workflow (then with its first divergence); writes nothing."""
+        compiled = None
+        if candidate is not None:
+            row = await self.registry.row(execution_id)
+            compiled = await self.upgrades.candidate(candidate, row.workflow)
+        number, point, divergence = await self.upgrades.replay(execution_id, run, at, compiled)
+        return number, point, compiled, divergence
 
     async def servers(self) -> list[ServerRecord]:
         """The servers sharing this store, each with how many running executions it owns."""

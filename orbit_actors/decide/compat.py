@@ -34,7 +34,8 @@ DECIDED_TYPES = frozenset(
         "WorkflowContinuedAsNew",
     }
 )  # fmt: skip
-"""Event types the decider writes; every other type comes from outside (commands, workers)."""
+"""Event types only the decider writes; others come from outside (commands, workers), except
+the results the decider records itself (see :func:`decided_by_decider`)."""
 
 _NOT_COMPARED: dict[str, frozenset[str]] = {
     "RetryScheduled": frozenset({"delay_ms"}),
@@ -65,7 +66,7 @@ def first_divergence(
     position = 0
     while position < len(history):
         event = history[position]
-        if event.type in DECIDED_TYPES and state.started:
+        if state.started and decided_by_decider(state, event):
             found, position = _decided_batch(state, candidate, history, position)
         else:
             before = history[position - 1].timestamp_ms if position else event.timestamp_ms
@@ -127,6 +128,21 @@ def _after_the_end(
     action = proposed if isinstance(proposed, str) else phrase(proposed[0])
     text = f"Nothing is recorded after seq {history[-1].seq}."
     return Divergence(history[-1].seq + 1, text, candidate_sentence(action))
+
+
+def decided_by_decider(state: ExecutionState, event: ev.Event) -> bool:
+    """True when the decider wrote ``event``: its type says so, or it is the output of a unit
+    no one was handed (a value, a timer, an await), or an attempt failed at its deadline."""
+    if event.type in DECIDED_TYPES:
+        return True
+    if isinstance(event, ev.StepSucceeded):
+        unit = state.units.get(event.step)
+        return unit is not None and not unit.tokens
+    if isinstance(event, ev.StepAttemptFailed) and event.error.code == "TIMEOUT":
+        unit = state.units.get(event.step)
+        deadline = unit.deadline_ms if unit is not None else None
+        return deadline is not None and event.timestamp_ms >= deadline
+    return False
 
 
 def same_decision(proposed: ev.Event, recorded: ev.Event) -> bool:
@@ -191,3 +207,17 @@ def _callee(state: ExecutionState, definition: CompiledDefinition, key: str) -> 
     if isinstance(found, HttpInvocation):
         return "the built-in http request"
     return "nothing"
+
+
+def migrated_event(state: ExecutionState, to: CompiledDefinition, now: int) -> ev.Event:
+    """The ``DefinitionMigrated`` that moves ``state``'s run onto ``to``."""
+    return ev.DefinitionMigrated(
+        seq=state.last_seq + 1, timestamp_ms=now, from_version=state.version,
+        to_version=to.version, definition_hash=to.definition_hash,
+    )  # fmt: skip
+
+
+def not_migrated(version: str, finished: bool) -> dict[str, Any]:
+    """The outcome of a migration refused before any check: the run ended or moved on."""
+    reason = "the execution has finished" if finished else f"the execution runs version {version}"
+    return {"migrated": False, "first_divergent_seq": None, "reason": reason}

@@ -11,16 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import SeqOutOfRangeError
 from ..history import events as ev
-from ..history.apply import replay
+from ..history.apply import apply, replay
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
-from .compat import DECIDED_TYPES
+from .compat import decided_by_decider
 from .decider import decide_to_fixpoint
-
-
-class SeqOutOfRangeError(ValueError):
-    """The asked event is not in the run: the message says which seqs it has."""
 
 
 @dataclass(frozen=True)
@@ -47,23 +44,39 @@ def state_at(history: Sequence[ev.Event], at: int) -> ExecutionState:
 
 
 def replay_point(
-    history: Sequence[ev.Event], at: int, definition: CompiledDefinition | None
+    history: Sequence[ev.Event], at: int, candidate: CompiledDefinition | None = None
 ) -> ReplayPoint:
-    """The point after seq ``at`` (which :func:`check_seq` has accepted); ``decided`` is what
-    ``definition`` decides there, at the time of the next decided event or else of this one."""
+    """The point after seq ``at`` (which :func:`check_seq` has accepted). ``decided`` is what
+    the decider decided right after it: the recorded decisions that follow, or, with a
+    ``candidate``, what the candidate decides from this state on (at the time of the next
+    event)."""
     state = state_at(history, at)
     view = state_view(state)
-    decided: list[ev.Event] = []
-    if definition is not None and state.started and not state.finished:
-        decided = decide_to_fixpoint(state, definition, _decision_time(history, at))
+    if candidate is None:
+        decided = _recorded_decisions(state, history, at)
+    elif state.started and not state.finished:
+        decided = decide_to_fixpoint(state, candidate, _decision_time(history, at))
+    else:
+        decided = []
     return ReplayPoint(at, len(history), history[at - 1], view, decided)
+
+
+def _recorded_decisions(
+    state: ExecutionState, history: Sequence[ev.Event], at: int
+) -> list[ev.Event]:
+    """The decider's events that follow seq ``at`` in the history (``state`` is advanced)."""
+    decided: list[ev.Event] = []
+    for event in history[at:]:
+        if not state.started or not decided_by_decider(state, event):
+            break
+        apply(state, event)
+        decided.append(event)
+    return decided
 
 
 def _decision_time(history: Sequence[ev.Event], at: int) -> int:
     following = history[at] if at < len(history) else None
-    if following is not None and following.type in DECIDED_TYPES:
-        return following.timestamp_ms
-    return history[at - 1].timestamp_ms
+    return (following or history[at - 1]).timestamp_ms
 
 
 def state_view(state: ExecutionState) -> dict[str, Any]:

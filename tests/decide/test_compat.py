@@ -6,7 +6,9 @@ seq where it must diverge (or none)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +17,7 @@ from orbit_actors.history import events as ev
 from orbit_actors.ir import CompiledDefinition
 from orbit_actors.testing import Driver
 from tests.conftest import definition
+from tests.test_golden import load
 
 BASE = """
 signals:
@@ -221,3 +224,19 @@ def test_a_step_inserted_first_diverges_at_seq_3_in_every_history(actions: list[
     candidate = definition(BASE.replace("steps:\n", "steps:\n  - {id: audit, task: t2}\n"))
     found = first_divergence(history, candidate, lookup(base))
     assert found is not None and found.seq == 3
+
+
+# -- the checked-in golden histories --------------------------------------------------------------
+GOLDEN = sorted((Path(__file__).resolve().parent.parent / "golden").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name)
+def test_every_golden_history_is_compatible_with_its_own_definition(path: Path) -> None:
+    base, history = load(path)
+    assert first_divergence(history, base, lookup(base)) is None
+
+
+def test_the_broken_golden_history_diverges_where_its_input_was_changed() -> None:
+    base, history = load(GOLDEN[0].parent / "broken" / "order_saga_wrong_input.jsonl")
+    found = first_divergence(history, base, lookup(base))
+    assert found is not None and "schedule step" in found.recorded
