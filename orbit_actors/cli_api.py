@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .api.models import DefinitionRegistered, ExecutionResult, Schedule
+from .cli_upgrade import add_replay_command, check_paths, replay_execution
 from .client import ApiError, Client
 from .errors import DefinitionError
 from .ir import Definition, load_definition
@@ -28,7 +29,16 @@ def add_api_commands(commands: Any) -> None:
     """Register the API commands on the ``orbit`` sub-parsers."""
     deploy = _command(commands, "deploy", "validate and register definitions (children first)")
     deploy.add_argument("files", nargs="+", type=Path)
+    deploy.add_argument(
+        "--check", action="store_true",
+        help="first check each file against the running executions of its workflow's latest "
+        "version; exit 1 without deploying if any would diverge",
+    )  # fmt: skip
     deploy.set_defaults(run=_deploy)
+
+    replay = _command(commands, "replay", "step through a run event by event (n, p, g SEQ, q)")
+    add_replay_command(replay)
+    replay.set_defaults(run=_api(replay_execution))
 
     start = _command(commands, "start", "start an execution")
     start.add_argument("workflow")
@@ -136,6 +146,9 @@ def _api(function: Any) -> Any:
 
 # -- commands ----------------------------------------------------------------------------
 def _deploy_files(client: Client, args: argparse.Namespace) -> int:
+    if args.check and not check_paths(client, args.files, quiet=args.json):
+        print("error: incompatible with running executions; nothing deployed", file=sys.stderr)
+        return 1
     answers = deploy_paths(client, args.files, quiet=args.json)
     if args.json:
         print(json.dumps([_plain(answer) for answer in answers], indent=2))

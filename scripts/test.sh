@@ -15,6 +15,10 @@ if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/ini
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
   fi
 fi
+# tmux for the interactive `orbit replay` test (tests/e2e/test_cli_upgrade.py; it skips without).
+if ! command -v tmux >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null || true
+fi
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
 "$VENV/bin/mypy"
