@@ -158,6 +158,7 @@ async def open_runtime(
         try:
             yield runtime
         finally:
+            runtime.upgrades.close()
             nursery.cancel_scope.cancel()
 
 

@@ -37,11 +37,11 @@ DECIDED_TYPES = frozenset(
 """Event types only the decider writes; others come from outside (commands, workers), except
 the results the decider records itself (see :func:`decided_by_decider`)."""
 
-_NOT_COMPARED: dict[str, frozenset[str]] = {
-    "RetryScheduled": frozenset({"delay_ms"}),
-    "TimerStarted": frozenset({"fire_at_ms"}),
-}
 _POSITION = frozenset({"seq", "timestamp_ms"})
+_NOT_COMPARED: dict[str, frozenset[str]] = {
+    "RetryScheduled": _POSITION | {"delay_ms"},
+    "TimerStarted": _POSITION | {"fire_at_ms"},
+}
 
 Definitions = Callable[[str], CompiledDefinition | None]
 """A compiled definition by its hash (the versions a history ran under)."""
@@ -150,12 +150,9 @@ def same_decision(proposed: ev.Event, recorded: ev.Event) -> bool:
     fields of an already decided wait."""
     if proposed.type != recorded.type:
         return False
-    ignored = _POSITION | _NOT_COMPARED.get(proposed.type, frozenset())
-    return _fields(proposed, ignored) == _fields(recorded, ignored)
-
-
-def _fields(event: ev.Event, ignored: frozenset[str]) -> dict[str, Any]:
-    return {k: v for k, v in event.model_dump().items() if k not in ignored}
+    ignored = _NOT_COMPARED.get(proposed.type, _POSITION)
+    mine, theirs = proposed.__dict__, recorded.__dict__  # the fields (a dump costs 10x more)
+    return all(value == theirs[name] for name, value in mine.items() if name not in ignored)
 
 
 _NOTHING = "decide nothing at this point"

@@ -78,8 +78,7 @@ async def plan_migration(
     compatible: list[str] = []
     for start in range(0, len(eligible), PAGE):
         ids = eligible[start : start + PAGE]
-        histories = await store.histories(ids)
-        found = await upgrades.divergences(histories, target)
+        _, found = await upgrades.divergences(ids, target)
         for execution_id in ids:
             divergence = found.get(execution_id)
             if divergence is None:

@@ -7,6 +7,7 @@ chunk at a time, so serving goes on meanwhile. Nothing here writes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -22,9 +23,10 @@ from ..ir import CompiledDefinition, compile_ir, compile_source
 from ..store.base import Store
 from ..store.cursor import clamp_limit
 from ..store.definitions import DefinitionRegistry
+from .check_process import CheckProcess
 
-CHUNK = 200
-"""Histories replayed per trip to the worker thread: the trio thread gets the GIL between."""
+CHUNK = 250
+"""Histories per trip to the check process."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class Upgrades:
     def __init__(self, store: Store, definitions: DefinitionRegistry) -> None:
         self._store = store
         self._definitions = definitions
+        self._process = CheckProcess()
 
     async def candidate(self, source: str | dict[str, Any], name: str) -> CompiledDefinition:
         """Compile a candidate of workflow ``name`` (children resolved when registered, not
@@ -82,28 +85,42 @@ class Upgrades:
             status="running", workflow=base.name, limit=clamp_limit(limit), cursor=cursor
         )
         rows = [row for row in page.executions if row.version == base.version]
-        histories = await self._store.histories([row.execution_id for row in rows])
-        found = await self.divergences(histories, candidate)
+        checked, found = await self.divergences([row.execution_id for row in rows], candidate)
         incompatible = [
             Incompatible(row.execution_id, row.run, found[row.execution_id])
             for row in rows
             if row.execution_id in found
         ]
-        checked = sum(1 for row in rows if row.execution_id in histories)
         return CheckPage(checked, incompatible, page.next_cursor)
 
     async def divergences(
-        self, histories: dict[str, list[Event]], candidate: CompiledDefinition
-    ) -> dict[str, Divergence]:
-        """The first divergence of each history that has one, replayed off the trio thread a
-        chunk at a time."""
-        items = list(histories.items())
+        self, execution_ids: list[str], candidate: CompiledDefinition
+    ) -> tuple[int, dict[str, Divergence]]:
+        """How many of the executions have a stored history, and the first divergence of each
+        that has one; replayed in the check process a chunk at a time."""
+        segments = await self._store.history_segments(execution_ids)
+        items = list(segments.items())
+        candidate_ir = json.dumps(candidate.ir.to_ir_dict(), sort_keys=True)
+        bases = {
+            r.definition_hash: r.ir for r in self._definitions.records() if r.name == candidate.name
+        }
+        futures = [
+            self._process.submit(candidate_ir, bases, items[start : start + CHUNK])
+            for start in range(0, len(items), CHUNK)
+        ]
         found: dict[str, Divergence] = {}
-        lookup = self._definitions.by_hash
-        for start in range(0, len(items), CHUNK):
-            chunk = items[start : start + CHUNK]
-            found.update(await trio.to_thread.run_sync(_diverging, chunk, candidate, lookup))
-        return found
+        try:
+            for future in futures:
+                chunk = await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+                found.update({i: Divergence(*d) for i, d in chunk.items()})
+        finally:
+            for future in futures:
+                future.cancel()
+        return len(segments), found
+
+    def close(self) -> None:
+        """Stop the check process, if one was started."""
+        self._process.close()
 
     async def replay(
         self, execution_id: str, run: int | None, at: int | None,
@@ -135,15 +152,3 @@ def _replay(
     point = replay_point(history, at, candidate)
     divergence = first_divergence(history, candidate, base) if candidate is not None else None
     return point, divergence
-
-
-def _diverging(
-    chunk: list[tuple[str, list[Event]]], candidate: CompiledDefinition,
-    lookup: Callable[[str], CompiledDefinition | None],
-) -> dict[str, Divergence]:  # fmt: skip
-    found: dict[str, Divergence] = {}
-    for execution_id, history in chunk:
-        divergence = first_divergence(history, candidate, lookup)
-        if divergence is not None:
-            found[execution_id] = divergence
-    return found

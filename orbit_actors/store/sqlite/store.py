@@ -180,6 +180,14 @@ class SqliteStore:
             if segments
         }
 
+    async def history_segments(self, execution_ids: list[str]) -> dict[str, list[str]]:
+        """The current run's events of each execution as stored JSON arrays, in one read."""
+
+        def read(conn: sqlite3.Connection) -> dict[str, list[str]]:
+            return {i: _history(conn, i, None) for i in execution_ids}
+
+        return {i: segments for i, segments in (await self._read(read)).items() if segments}
+
     async def list_executions(
         self,
         *,
