@@ -42,6 +42,8 @@ _NOT_COMPARED: dict[str, frozenset[str]] = {
     "RetryScheduled": _POSITION | {"delay_ms"},
     "TimerStarted": _POSITION | {"fire_at_ms"},
 }
+_BLANK_POSITION: dict[str, None] = dict.fromkeys(_POSITION)
+_BLANKS = {kind: dict.fromkeys(fields) for kind, fields in _NOT_COMPARED.items()}
 
 Definitions = Callable[[str], CompiledDefinition | None]
 """A compiled definition by its hash (the versions a history ran under)."""
@@ -150,9 +152,9 @@ def same_decision(proposed: ev.Event, recorded: ev.Event) -> bool:
     fields of an already decided wait."""
     if proposed.type != recorded.type:
         return False
-    ignored = _NOT_COMPARED.get(proposed.type, _POSITION)
-    mine, theirs = proposed.__dict__, recorded.__dict__  # the fields (a dump costs 10x more)
-    return all(value == theirs[name] for name, value in mine.items() if name not in ignored)
+    blank = _BLANKS.get(proposed.type, _BLANK_POSITION)
+    # the fields themselves, with the ignored ones blanked (a model_dump costs ten times more)
+    return {**proposed.__dict__, **blank} == {**recorded.__dict__, **blank}
 
 
 _NOTHING = "decide nothing at this point"

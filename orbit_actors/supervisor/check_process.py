@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from ..decide.compat import first_divergence
@@ -51,9 +52,14 @@ def check_chunk(
     return found
 
 
+def processes() -> int:
+    """Check processes to run: every core but one, which is left to serving (one at least)."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
 class CheckProcess:
-    """One worker process for check work, started when first needed and closed with the
-    runtime."""
+    """Worker processes for check work (:func:`processes`), started when first needed and
+    closed with the runtime."""
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
@@ -64,7 +70,7 @@ class CheckProcess:
         """Queue one chunk; its future answers the divergent histories."""
         if self._pool is None:
             context = multiprocessing.get_context("spawn")  # never fork a process running trio
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+            self._pool = ProcessPoolExecutor(max_workers=processes(), mp_context=context)
         return self._pool.submit(check_chunk, candidate_ir, bases, items)
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -23,7 +24,7 @@ from ..ir import CompiledDefinition, compile_ir, compile_source
 from ..store.base import Store
 from ..store.cursor import clamp_limit
 from ..store.definitions import DefinitionRegistry
-from .check_process import CheckProcess
+from .check_process import CheckProcess, Found
 
 CHUNK = 250
 """Histories per trip to the check process."""
@@ -97,26 +98,27 @@ class Upgrades:
         self, execution_ids: list[str], candidate: CompiledDefinition
     ) -> tuple[int, dict[str, Divergence]]:
         """How many of the executions have a stored history, and the first divergence of each
-        that has one; replayed in the check process a chunk at a time."""
-        segments = await self._store.history_segments(execution_ids)
-        items = list(segments.items())
+        that has one. Histories are read a chunk at a time and each chunk handed to the check
+        process at once, so reading the next overlaps replaying this one."""
         candidate_ir = json.dumps(candidate.ir.to_ir_dict(), sort_keys=True)
         bases = {
             r.definition_hash: r.ir for r in self._definitions.records() if r.name == candidate.name
         }
-        futures = [
-            self._process.submit(candidate_ir, bases, items[start : start + CHUNK])
-            for start in range(0, len(items), CHUNK)
-        ]
+        futures: list[Future[Found]] = []
+        stored = 0
         found: dict[str, Divergence] = {}
         try:
+            for start in range(0, len(execution_ids), CHUNK):
+                segments = await self._store.history_segments(execution_ids[start : start + CHUNK])
+                stored += len(segments)
+                futures.append(self._process.submit(candidate_ir, bases, list(segments.items())))
             for future in futures:
                 chunk = await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)
                 found.update({i: Divergence(*d) for i, d in chunk.items()})
         finally:
             for future in futures:
                 future.cancel()
-        return len(segments), found
+        return stored, found
 
     def close(self) -> None:
         """Stop the check process, if one was started."""
