@@ -70,7 +70,9 @@ async def fill(db: Path, n: int) -> None:
     """Write ``n`` waiting executions of BASE into ``db``, a thousand commits at a time."""
     definition = compile_source(BASE)
     ir = json.dumps(definition.ir.to_ir_dict(), sort_keys=True)
-    record = DefinitionRecord(definition.name, definition.version, definition.definition_hash, ir, 0)
+    record = DefinitionRecord(
+        definition.name, definition.version, definition.definition_hash, ir, 0
+    )
     now = int(time.time() * 1000)
     async with open_sqlite_store(db, synchronous="normal") as store:
         await store.put_definition(record)
@@ -99,7 +101,9 @@ def start_server(db: Path) -> tuple[subprocess.Popen[str], str]:
     raise SystemExit("the server did not start")
 
 
-def latencies(url: str, n: int, stop: threading.Event | None = None, count: int = 300) -> list[float]:
+def latencies(
+    url: str, n: int, stop: threading.Event | None = None, count: int = 300
+) -> list[float]:
     """Seconds per ``GET /v1/executions/{id}`` of random waiting executions, one at a time:
     ``count`` of them, or until ``stop`` is set."""
     found: list[float] = []
@@ -111,6 +115,18 @@ def latencies(url: str, n: int, stop: threading.Event | None = None, count: int 
             assert answer.status_code == 200, answer.text
             time.sleep(0.01)  # other requests, not a flood
     return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by process ``pid`` and its children that still run (the check
+    process)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    for each in [pid, *(int(c) for c in children.read_text().split())]:
+        fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 def check_all(url: str, page: int) -> tuple[float, int, int]:
@@ -141,14 +157,17 @@ def run(n: int, page: int, folder: Path) -> dict[str, float]:
         during: list[float] = []
         probe = threading.Thread(target=lambda: during.extend(latencies(url, n, stop)))
         probe.start()
+        cpu = cpu_seconds(server.pid)
         seconds, checked, incompatible = check_all(url, page)
+        cpu = cpu_seconds(server.pid) - cpu
         stop.set()
         probe.join()
         assert checked == n and incompatible == 0, (checked, incompatible)
         busy = statistics.median(during)
-        print(f"checked {checked:,} in {seconds:.1f} s; p50 of other requests "
+        print(f"checked {checked:,} in {seconds:.1f} s ({cpu:.1f} CPU-s of the server and its "
+              f"check process, the probe's requests included); p50 of other requests "
               f"{idle * 1000:.1f} ms idle, {busy * 1000:.1f} ms during the check", flush=True)  # fmt: skip
-        return {"check_s": seconds, "ratio": busy / idle}
+        return {"check_s": seconds, "ratio": busy / idle, "cpu_s": cpu}
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait()
@@ -165,6 +184,7 @@ def main() -> None:
     print(json.dumps({
         key: round(figures["check_s"], 2),
         "serving_p50_ratio_during_check": round(figures["ratio"], 2),
+        "check_cpu_s_per_100k": round(figures["cpu_s"] * 100_000 / args.n, 1),
     }))  # fmt: skip
 
 

@@ -8,6 +8,7 @@ once per process and kept), and each history as its stored JSON segments.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -52,6 +53,12 @@ def check_chunk(
     return found
 
 
+def _in_the_background() -> None:
+    """A check is background work: the scheduler gives serving the CPU first."""
+    with contextlib.suppress(OSError):
+        os.nice(10)
+
+
 def processes() -> int:
     """Check processes to run: every core but one, which is left to serving (one at least)."""
     return max(1, (os.cpu_count() or 1) - 1)
@@ -70,7 +77,9 @@ class CheckProcess:
         """Queue one chunk; its future answers the divergent histories."""
         if self._pool is None:
             context = multiprocessing.get_context("spawn")  # never fork a process running trio
-            self._pool = ProcessPoolExecutor(max_workers=processes(), mp_context=context)
+            self._pool = ProcessPoolExecutor(
+                max_workers=processes(), mp_context=context, initializer=_in_the_background
+            )
         return self._pool.submit(check_chunk, candidate_ir, bases, items)
 
     def close(self) -> None:
