@@ -11,12 +11,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .api.upgrade_models import CheckResult, IncompatibleExecution, ReplayAnswer
-from .client import ApiError, Client
-from .decide.narrate import phrase
-from .errors import DefinitionError
-from .history.events import event_from_json
-from .ir import load_definition
+import click
+
+from ..api.upgrade_models import CheckResult, IncompatibleExecution, ReplayAnswer
+from ..client import ApiError, Client
+from ..decide.narrate import phrase
+from ..errors import DefinitionError
+from ..history.events import event_from_json
+from ..ir import load_definition
+from .options import api_command
+from .values import read_file
 
 PROMPT = "n next · p previous · g SEQ go to · q quit > "
 
@@ -27,7 +31,7 @@ def check_paths(client: Client, paths: list[Path], *, quiet: bool = False) -> bo
     the incompatible ones. True when every file is compatible (or its workflow is new)."""
     compatible = True
     for path in paths:
-        text = _read(path)
+        text = read_file(path)
         try:
             definition, _ = load_definition(text, str(path))
         except DefinitionError as exc:
@@ -72,17 +76,31 @@ def _print_check(path: Path, base: str, version: str, found: list[IncompatibleEx
 
 
 # -- replay --------------------------------------------------------------------------------
-def add_replay_command(command: argparse.ArgumentParser) -> None:
-    """The arguments of ``orbit replay``."""
-    command.add_argument("execution_id")
-    command.add_argument("--run", type=int, dest="run_number", help="default: the current run")
-    command.add_argument("--at", type=int, help="print the point after this seq and exit")
-    command.add_argument("--definition", type=Path, help="replay against this candidate file")
-
-
-def replay_execution(client: Client, args: argparse.Namespace) -> int:
+@api_command(
+    "replay", "Step through a run event by event",
+    example="orbit replay order-1\norbit replay order-1 --at 12 --json\n"
+            "orbit replay order-1 --run 2 --definition order-v2.yaml",
+    details="Shows the event, the state after it (each step's status, outputs, pending signals, "
+            "timers) and what the decider decided next. Without --at or --json it steps "
+            "interactively from event 1: n (or Enter) next, p previous, g SEQ go to, q quit. "
+            "With --definition the run is replayed against that candidate and the first "
+            "divergence is shown. Nothing is written.",
+)  # fmt: skip
+@click.argument("execution_id")
+@click.option(
+    "--run", "run_number", type=int, help="The run (default: the current one). Example: --run 2"
+)
+@click.option(
+    "--at", "at", type=int, help="Print the point after this seq and exit. Example: --at 12"
+)
+@click.option(
+    "--definition",
+    type=click.Path(path_type=Path),
+    help="Replay against this candidate file. Example: --definition order-v2.yaml",
+)
+def replay(client: Client, args: argparse.Namespace) -> int:
     """Print one point (``--at`` or ``--json``), or step through the run interactively."""
-    candidate = _read(args.definition) if args.definition is not None else None
+    candidate = read_file(args.definition) if args.definition is not None else None
 
     def fetch(at: int | None) -> ReplayAnswer:
         return client.replay(args.execution_id, run=args.run_number, at=at, definition=candidate)
@@ -171,10 +189,3 @@ def _phrase(event: dict[str, Any]) -> str:
 
 def _time(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ApiError("INVALID_REQUEST", f"{path}: cannot read: {exc.strerror}") from None
