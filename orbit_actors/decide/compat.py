@@ -105,8 +105,9 @@ def _outside_event(
     event: ev.Event, before_ms: int,
 ) -> Divergence | None:  # fmt: skip
     """The candidate must have nothing left to decide before ``event`` (at the time of the event
-    before it: the actor decided to its fixpoint then), and must accept it."""
-    if state.started and not state.finished:
+    before it: the actor decided to its fixpoint then), and must accept it. A run started by
+    continue-as-new has not decided yet when the signals it carries over are recorded."""
+    if state.started and not state.finished and state.steps:
         proposed = _decide(state, candidate, before_ms)
         if isinstance(proposed, str) or proposed:
             action = proposed if isinstance(proposed, str) else phrase(proposed[0])
@@ -121,8 +122,9 @@ def _outside_event(
 def _after_the_end(
     state: ExecutionState, candidate: CompiledDefinition, history: Sequence[ev.Event]
 ) -> Divergence | None:
-    """After the last recorded event the candidate must be at its fixpoint too."""
-    if not history or not state.started or state.finished:
+    """After the last recorded event the candidate must be at its fixpoint too (unless the run,
+    started by continue-as-new, has not decided yet)."""
+    if not history or not state.started or state.finished or not state.steps:
         return None
     proposed = _decide(state, candidate, history[-1].timestamp_ms)
     if not proposed:

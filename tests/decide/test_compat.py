@@ -240,3 +240,24 @@ def test_the_broken_golden_history_diverges_where_its_input_was_changed() -> Non
     base, history = load(GOLDEN[0].parent / "broken" / "order_saga_wrong_input.jsonl")
     found = first_divergence(history, base, lookup(base))
     assert found is not None and "schedule step" in found.recorded
+
+
+LOOP = """
+signals:
+  go: null
+  extra: null
+steps:
+  - {id: w, await: go}
+  - {id: again, when: input.n > 0, continue_as_new: {n: "${input.n - 1}"}}
+"""
+
+
+def test_a_run_after_continue_as_new_with_signals_carried_over_is_compatible() -> None:
+    base = definition(LOOP)
+    d = Driver(base).start({"n": 1})
+    d.signal("extra")
+    d.signal("go")
+    assert d.runs and d.history[2].type == "SignalReceived"  # carried into run 2, undecided
+    assert first_divergence(d.history, base, lookup(base)) is None
+    d.advance(1)
+    assert first_divergence(d.history, base, lookup(base)) is None
