@@ -60,3 +60,13 @@ def test_bench_endpoints_prints_its_json_line() -> None:
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(line) == {"server_cpu_ms", "ratio_to_healthz"}
     assert {"healthz", "start", "describe_finished", "wait_finished"} <= set(line["server_cpu_ms"])
+
+
+def test_bench_upgrade_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "upgrade.py"), "--n", "300", "--page", "100"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"check_100k_s", "serving_p50_ratio_during_check", "n"} <= set(line)
