@@ -48,8 +48,13 @@ from .supervisor import forwarding as fw
 from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
 from .supervisor.membership import LocalServer, Membership, keep_membership
-from .supervisor.migration import MigrationRequest, MigrationResult, plan_migration
-from .supervisor.router import Remote, Route, Router, routes
+from .supervisor.migration import (
+    MigrationRequest,
+    MigrationResult,
+    migrate_here,
+    plan_migration,
+)
+from .supervisor.router import Remote, Router, routes
 from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
 from .supervisor.upgrade import CheckPage, Upgrades
@@ -253,7 +258,10 @@ def _wire(
             starter.is_running,
         )
     )  # fmt: skip
-    router.routes = routes(registry, supervisor.resume, waiters.wait, sharing or Remote())
+    router.routes = routes(
+        registry, supervisor.resume, waiters.wait, sharing or Remote(),
+        migrate=migrate_here(definitions, registry),
+    )  # fmt: skip
     membership = Membership(
         cluster, forwarder, LocalServer(instance_id, address, clock.now_ms(), lambda: len(registry))
     )
@@ -343,7 +351,6 @@ class Runtime:
         self.membership = parts.membership
         self._forwarder = parts.membership.forwarder
         self._router = parts.router
-        self._router.routes[fw.MigrateCommand] = Route.of(self._migrate_here, dict[str, Any])
         self.upgrades = Upgrades(parts.store, parts.definitions)
 
     # -- definitions -----------------------------------------------------------------------
@@ -502,17 +509,6 @@ class Runtime:
             answer: dict[str, Any] = await self._router.send(execution_id, command)
         except OrbitError as exc:
             return {"migrated": False, "first_divergent_seq": None, "reason": str(exc)}
-        return answer
-
-    async def _migrate_here(self, execution_id: str, c: fw.MigrateCommand) -> dict[str, Any]:
-        definition = self.definitions.by_hash(c.definition_hash)
-        if definition is None:
-            await self.definitions.refresh()
-            definition = self.definitions.by_hash(c.definition_hash)
-        if definition is None:
-            raise WorkflowNotFoundError(f"definition {c.definition_hash} is not registered")
-        command = cmd.MigrateTo(definition, c.from_version, self.definitions.by_hash, reply=Reply())
-        answer: dict[str, Any] = await self.registry.request(execution_id, command)
         return answer
 
     async def replay(

@@ -4,12 +4,18 @@ execution is then moved by its owner, which checks its durable history once more
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ExecutionNotFoundError
+from ..actors import commands as cmd
+from ..errors import ExecutionNotFoundError, WorkflowNotFoundError
 from ..ir.plan import CompiledDefinition
+from ..mailbox import Reply
 from ..store.base import ExecutionRow, Store
+from ..store.definitions import DefinitionRegistry
+from . import forwarding as fw
+from .registry import Registry
 from .upgrade import Upgrades
 
 PAGE = 1000
@@ -121,3 +127,23 @@ async def _running(store: Store, request: MigrationRequest) -> list[ExecutionRow
         if page.next_cursor is None:
             return rows
         cursor = page.next_cursor
+
+
+def migrate_here(
+    definitions: DefinitionRegistry, registry: Registry
+) -> Callable[[str, fw.MigrateCommand], Awaitable[dict[str, Any]]]:
+    """How this server carries out a migration of an execution it holds (the router's route):
+    the owner's actor checks its history once more and records ``DefinitionMigrated``."""
+
+    async def carry_out(execution_id: str, c: fw.MigrateCommand) -> dict[str, Any]:
+        definition = definitions.by_hash(c.definition_hash)
+        if definition is None:
+            await definitions.refresh()  # registered on another server sharing the store
+            definition = definitions.by_hash(c.definition_hash)
+        if definition is None:
+            raise WorkflowNotFoundError(f"definition {c.definition_hash} is not registered")
+        command = cmd.MigrateTo(definition, c.from_version, definitions.by_hash, reply=Reply())
+        answer: dict[str, Any] = await registry.request(execution_id, command)
+        return answer
+
+    return carry_out
