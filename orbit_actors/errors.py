@@ -121,6 +121,18 @@ class WorkflowNotFoundError(OrbitError):
     code, status = "WORKFLOW_NOT_FOUND", 404
 
 
+class CandidateNameMismatchError(OrbitError):
+    """A candidate definition checked against a workflow is a version of another workflow."""
+
+    code, status = "CANDIDATE_NAME_MISMATCH", 400
+
+
+class SeqOutOfRangeError(OrbitError):
+    """A replay asked for an event the run does not have; the message gives the run's range."""
+
+    code, status = "SEQ_OUT_OF_RANGE", 400
+
+
 class InvalidInputError(OrbitError):
     """An execution's input does not match the workflow's input schema."""
 

@@ -29,10 +29,12 @@ from .actors.pool import WorkerPool
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
 from .actors.task_board import TaskBoard, waiting_counts
+from .decide.compat import Divergence
 from .decide.query import evaluate_query
 from .decide.rerun import RerunPlan
+from .decide.stepping import ReplayPoint
 from .decide.transitions import ServerLimits, Verdict
-from .errors import RunNotFoundError, StorageError
+from .errors import OrbitError, RunNotFoundError, StorageError, WorkflowNotFoundError
 from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
@@ -48,11 +50,18 @@ from .supervisor import forwarding as fw
 from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
 from .supervisor.membership import LocalServer, Membership, keep_membership
+from .supervisor.migration import (
+    MigrationRequest,
+    MigrationResult,
+    migrate_here,
+    plan_migration,
+)
 from .supervisor.purger import Purger
 from .supervisor.rerunning import Rerunner
 from .supervisor.router import Remote, Router, routes
 from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
+from .supervisor.upgrade import CheckPage, Upgrades
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
 from .views.models import TaskStatus
@@ -163,6 +172,7 @@ async def open_runtime(
         try:
             yield runtime
         finally:
+            runtime.upgrades.close()
             nursery.cancel_scope.cancel()
 
 
@@ -271,7 +281,10 @@ def _wire(
         starter.effective_limits,
         ports.committed,
     )
-    router.routes = routes(registry, supervisor.resume, waiters.wait, sharing or Remote())
+    router.routes = routes(
+        registry, supervisor.resume, waiters.wait, sharing or Remote(),
+        migrate=migrate_here(definitions, registry),
+    )  # fmt: skip
     membership = Membership(
         cluster, forwarder, LocalServer(instance_id, address, clock.now_ms(), lambda: len(registry))
     )
@@ -368,6 +381,7 @@ class Runtime:
         self._forwarder = parts.membership.forwarder
         self._router = parts.router
         self._rerunner = parts.rerunner
+        self.upgrades = Upgrades(parts.store, parts.definitions)
 
     # -- definitions -----------------------------------------------------------------------
     async def register_definition(
@@ -526,6 +540,64 @@ class Runtime:
         """A worker's result for ``token`` sent over HTTP (the same path as the WebSocket's;
         forwarded when the token's execution is owned by another server)."""
         return await self._router.report_result(token, worker_id, output, failure)
+
+    # -- upgrades --------------------------------------------------------------------------
+    async def definition(self, name: str, version: str | None) -> CompiledDefinition:
+        """A registered definition (another server's too, on a shared store); raises
+        WorkflowNotFoundError."""
+        try:
+            return self.definitions.resolve(name, version)
+        except WorkflowNotFoundError:
+            await self.definitions.refresh()
+            return self.definitions.resolve(name, version)
+
+    async def check_candidate(
+        self, name: str, version: str, source: str | dict[str, Any], limit: int,
+        cursor: str | None,
+    ) -> tuple[CompiledDefinition, CheckPage]:  # fmt: skip
+        """Check a candidate against one page of the running executions of ``name@version``."""
+        base = await self.definition(name, version)
+        candidate = await self.upgrades.candidate(source, name)
+        return candidate, await self.upgrades.check(base, candidate, limit, cursor)
+
+    async def migrate(self, request: MigrationRequest) -> MigrationResult:
+        """Move the running executions of ``from_version`` the check finds compatible onto
+        ``to_version``; everything is validated before the first execution moves."""
+        await self.definition(request.workflow, request.from_version)
+        target = await self.definition(request.workflow, request.to_version)
+        plan = await plan_migration(self.store, self.upgrades, request, target)
+        if request.dry_run:
+            return MigrationResult(plan.compatible, plan.skipped)
+        result = MigrationResult([], list(plan.skipped))
+        for execution_id in plan.compatible:
+            outcome = await self._migrate_one(execution_id, request.from_version, target)
+            result.add(execution_id, outcome)
+        return result
+
+    async def _migrate_one(
+        self, execution_id: str, from_version: str, target: CompiledDefinition
+    ) -> dict[str, Any]:
+        command = fw.MigrateCommand(
+            from_version=from_version, definition_hash=target.definition_hash
+        )
+        try:
+            answer: dict[str, Any] = await self._router.send(execution_id, command)
+        except OrbitError as exc:
+            return {"migrated": False, "first_divergent_seq": None, "reason": str(exc)}
+        return answer
+
+    async def replay(
+        self, execution_id: str, run: int | None, at: int | None,
+        candidate: str | dict[str, Any] | None = None,
+    ) -> tuple[int, ReplayPoint, CompiledDefinition | None, Divergence | None]:  # fmt: skip
+        """One point of a run, decided by the definition in force there or by a candidate of
+        the execution's workflow (then with its first divergence); writes nothing."""
+        compiled = None
+        if candidate is not None:
+            row = await self.registry.row(execution_id)
+            compiled = await self.upgrades.candidate(candidate, row.workflow)
+        number, point, divergence = await self.upgrades.replay(execution_id, run, at, compiled)
+        return number, point, compiled, divergence
 
     async def servers(self) -> list[ServerRecord]:
         """The servers sharing this store, each with how many running executions it owns."""

@@ -84,3 +84,13 @@ def test_bench_retention_prints_its_json_line() -> None:
     assert {"file_growth_ratio", "throughput_ratio_purging", "purge_transaction_ms_max"} <= set(
         line
     )
+
+
+def test_bench_upgrade_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "upgrade.py"), "--n", "300", "--page", "100"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"check_100k_s", "serving_p50_ratio_during_check", "n"} <= set(line)

@@ -3,10 +3,12 @@ scheduler's. A command is an imperative; one carrying a ``reply`` is a request."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..history.events import ErrorInfo
+from ..ir.plan import CompiledDefinition
 from ..mailbox import Command
 
 if TYPE_CHECKING:
@@ -19,6 +21,17 @@ class DeliverSignal(Command):
 
     name: str
     payload: Any
+
+
+@dataclass(eq=False)
+class MigrateTo(Command):
+    """Go on under ``definition`` if the run is still on ``from_version`` and its history is
+    compatible (checked on the durable history, by the owner); replies with a
+    dict ``{migrated, first_divergent_seq, reason}``."""
+
+    definition: CompiledDefinition
+    from_version: str
+    definitions: Callable[[str], CompiledDefinition | None]
 
 
 @dataclass(eq=False)

@@ -20,6 +20,7 @@ import trio
 from ..crashpoints import crash_point
 from ..decide import operate
 from ..decide import transitions as pure
+from ..decide.compat import first_divergence, migrated_event, not_migrated
 from ..decide.decider import decide_to_fixpoint, next_wakeup
 from ..decide.effects import Effects, effects_of
 from ..decide.invocation import (
@@ -328,6 +329,25 @@ class ExecutionActor:
         )
         await self._advance(events)
 
+    async def _on_migrate(self, c: cmd.MigrateTo) -> dict[str, Any]:
+        """Record ``DefinitionMigrated`` and go on under the new definition, if the durable
+        history (the state's, since this actor is its only writer) is compatible with it."""
+        state = self.state
+        if state.version != c.from_version or self.done:
+            return not_migrated(state.version, self.done)
+        history = await self.ports.store.history(self.execution_id)
+        found = first_divergence(history, c.definition, c.definitions)
+        if found is not None:
+            return {"migrated": False, "first_divergent_seq": found.seq, "reason": found.candidate}
+        event = migrated_event(state, c.definition, self._now())
+        previous, self.definition = self.definition, c.definition
+        try:
+            await self._advance([event])
+        except BaseException:
+            self.definition = previous  # nothing durable: the run stays on its version
+            raise
+        return {"migrated": True, "first_divergent_seq": None, "reason": None}
+
     async def _on_query(self, c: cmd.RunQuery) -> Any:
         return evaluate_query(self.state, self.definition, c.name)
 
@@ -564,5 +584,6 @@ _HANDLERS: dict[type[Command], Callable[[ExecutionActor, Any], Awaitable[Any]]] 
     cmd.ChildNotStarted: ExecutionActor._on_child_not_started,
     cmd.RunQuery: ExecutionActor._on_query,
     cmd.Describe: ExecutionActor._on_describe,
+    cmd.MigrateTo: ExecutionActor._on_migrate,
 }
 """One handler per command type (a table, not an ``elif`` chain); shared by every actor."""

@@ -14,6 +14,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from . import models as m
+from . import upgrade_models as u
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -85,7 +86,50 @@ def definition(name: str, version: str | None = None) -> Call[m.DefinitionWithIr
     return Call("GET", path, _model(m.DefinitionWithIr))
 
 
+def check(
+    name: str, version: str, source: str | dict[str, Any], *, limit: int | None = None,
+    cursor: str | None = None,
+) -> Call[u.CheckResult]:  # fmt: skip
+    """Check a candidate (YAML text, or the IR as a dict) against one page of the running
+    executions of ``name@version``: the incompatible ones and where each diverges."""
+    path = f"/v1/definitions/{_segment(name)}/{_segment(version)}/check"
+    read, params = _model(u.CheckResult), _present(limit=limit, cursor=cursor)
+    if isinstance(source, dict):
+        return Call("POST", path, read, json=source, params=params)
+    return Call("POST", path, read, content=source, content_type="application/yaml", params=params)
+
+
 # -- executions ------------------------------------------------------------------------------
+def migrate(
+    workflow: str, from_version: str, to_version: str, *, ids: list[str] | None = None,
+    dry_run: bool = False,
+) -> Call[u.MigrationAnswer]:  # fmt: skip
+    """Move the compatible running executions of ``workflow@from_version`` (or of ``ids``) to
+    ``to_version``; ``dry_run`` only says which would move."""
+    body: dict[str, Any] = {
+        "workflow": workflow, "from_version": from_version, "to_version": to_version,
+        "dry_run": dry_run,
+    }  # fmt: skip
+    if ids is not None:
+        body["ids"] = ids
+    return Call("POST", "/v1/executions/migrate", _model(u.MigrationAnswer), json=body)
+
+
+def replay(
+    execution_id: str, *, run: int | None = None, at: int | None = None,
+    definition: str | dict[str, Any] | None = None,
+) -> Call[u.ReplayAnswer]:  # fmt: skip
+    """A run at one event (the last by default): the state after it and what the decider
+    decides next; with ``definition`` (a candidate), decided by it, with ``diverges_at``."""
+    path = _execution(execution_id, "/replay")
+    read = _model(u.ReplayAnswer)
+    if definition is None:
+        return Call("GET", path, read, params=_present(run=run, at=at))
+    body: dict[str, Any] = {"definition": definition}
+    body.update(_present(run=run, at=at))
+    return Call("POST", path, read, json=body)
+
+
 def start(
     workflow: str,
     *,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import click
 
-from . import cluster, definitions, executions, exits, operate, output, run, schedules
+from . import cluster, definitions, executions, exits, operate, output, run, schedules, upgrade
 from .completion import completion
 from .options import CONTEXT
 
@@ -20,9 +20,8 @@ COMMANDS: list[click.Command] = [
     definitions.check, definitions.deploy, definitions.schema,
     # executions
     executions.start, executions.show, executions.list_executions, executions.signal,
-    executions.query, executions.cancel, executions.resume,
+    executions.query, executions.cancel, executions.resume, executions.delete, upgrade.replay,
     operate.terminate, operate.pause, operate.unpause, operate.rerun,
-    executions.query, executions.cancel, executions.resume, executions.delete,
     # schedules, workers and servers
     schedules.schedule, cluster.workers, cluster.servers,
     # running things

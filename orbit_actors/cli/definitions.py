@@ -19,6 +19,7 @@ from ..ir.semver import parse_semver
 from . import output
 from .options import api_command, command
 from .problems import show_problems
+from .upgrade import check_paths
 from .values import plain, read_file
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -122,8 +123,17 @@ def schema(args: argparse.Namespace) -> int:
             "unchanged. A file with problems prints them and nothing is deployed.",
 )  # fmt: skip
 @FILES
+@click.option(
+    "--check", "check", is_flag=True,
+    help="First check each file against the running executions of its workflow's latest "
+         "version; exit 1 without deploying if any would diverge. Example: --check",
+)  # fmt: skip
 def deploy(client: Client, args: argparse.Namespace) -> int:
-    """Register every file; ``--json`` prints the API's answers as one list."""
+    """Register every file (after the upgrade check with ``--check``); ``--json`` prints the
+    API's answers as one list."""
+    if args.check and not check_paths(client, list(args.files), quiet=args.json):
+        output.error("incompatible with running executions; nothing deployed")
+        return 1
     answers = deploy_paths(client, list(args.files), quiet=args.json, warn=True)
     if args.json:
         print(json.dumps([plain(answer) for answer in answers], indent=2))

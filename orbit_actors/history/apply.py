@@ -305,6 +305,10 @@ def _on_limit(state: ExecutionState, e: ev.LimitExceeded) -> None:
     _mark_abort(state, AbortMark(e.seq, "limit", e.message))
 
 
+def _on_migrated(state: ExecutionState, e: ev.DefinitionMigrated) -> None:
+    state.version, state.definition_hash = e.to_version, e.definition_hash
+
+
 def _mark_abort(state: ExecutionState, mark: AbortMark) -> None:
     if state.abort_mark is None:
         state.abort_mark = mark
@@ -365,6 +369,7 @@ _APPLY: dict[str, Callable[[ExecutionState, Any], None]] = {
     "ExecutionPaused": _on_paused,
     "ExecutionUnpaused": _on_unpaused,
     "LimitExceeded": _on_limit,
+    "DefinitionMigrated": _on_migrated,
     "WorkflowCompleted": _on_completed,
     "WorkflowFailed": _on_failed,
     "WorkflowCancelled": _on_cancelled_run,

@@ -258,6 +258,16 @@ class LimitExceeded(_Event):
     message: str
 
 
+class DefinitionMigrated(_Event):
+    """The execution goes on under another version of its workflow (one the upgrade check found
+    compatible); replay uses the new definition from this event on."""
+
+    type: Literal["DefinitionMigrated"] = "DefinitionMigrated"
+    from_version: str
+    to_version: str
+    definition_hash: str
+
+
 class WorkflowCompleted(_Event):
     """Terminal: every step resolved; ``output`` is the workflow's output."""
 
@@ -324,6 +334,7 @@ Event = Annotated[
     | ExecutionPaused
     | ExecutionUnpaused
     | LimitExceeded
+    | DefinitionMigrated
     | WorkflowCompleted
     | WorkflowFailed
     | WorkflowCancelled

@@ -19,13 +19,14 @@ from pydantic import BaseModel
 
 from ..actors.schedule import ScheduleSpec
 from ..api import models as m
+from ..api import upgrade_models as u
 from ..decide.transitions import Verdict
-from ..errors import DefinitionError, InvalidRequestError, Problem, WaitTimeoutError
+from ..errors import InvalidRequestError, WaitTimeoutError
 from ..history.events import ErrorInfo, event_to_dict
-from ..ir.jsontext import TooDeepError, check_depth
 from ..runtime import Runtime
 from ..store.base import EXECUTION_STATUSES, DefinitionRecord
 from ..views import row_summary
+from . import upgrade_api as upgrade
 
 Answer = tuple[int, Any]
 
@@ -82,19 +83,7 @@ def definition_body(record: DefinitionRecord, *, with_ir: bool = False) -> dict[
 
 async def register_definition(call: Call) -> Answer:
     """Register a definition given as the IR in JSON or as YAML source."""
-    text: str = call.body
-    source: str | dict[str, Any] = text
-    if "yaml" not in call.content_type:
-        try:
-            check_depth(text)
-        except TooDeepError as exc:
-            raise DefinitionError([Problem("", str(exc))]) from None
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None  # not JSON: compile it as YAML source, which reports line and column
-        if isinstance(parsed, dict):
-            source = parsed
+    source = upgrade.definition_source(call.body, call.content_type)
     record, created = await call.runtime.register_definition(source)
     return (201 if created else 200), {**definition_body(record), "created": created}
 
@@ -345,6 +334,19 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {200: m.DefinitionWithIr}, errors=(404,), tags=("definitions",)),
     Endpoint("GET", "/v1/definitions/{name}/{version}", get_definition, "One version, with its IR",
              {200: m.DefinitionWithIr}, errors=(404,), tags=("definitions",)),
+    Endpoint("POST", "/v1/definitions/{name}/{version}/check", upgrade.check_definition,
+             "Check a candidate against the running executions of a version",
+             {200: u.CheckResult}, query=u.CheckQuery, errors=(400, 404), raw_body=True,
+             tags=("definitions",)),
+    Endpoint("POST", "/v1/executions/migrate", upgrade.migrate_executions,
+             "Move compatible running executions to another version",
+             {200: u.MigrationAnswer}, body=u.MigrateExecutions, errors=(400, 404)),
+    Endpoint("GET", f"{_EXECUTION}/replay", upgrade.replay_execution,
+             "A run at one event: the state after it and what was decided",
+             {200: u.ReplayAnswer}, query=u.ReplayQuery, errors=(400, 404)),
+    Endpoint("POST", f"{_EXECUTION}/replay", upgrade.replay_candidate,
+             "A run at one event replayed against a candidate definition",
+             {200: u.ReplayAnswer}, body=u.ReplayCandidate, errors=(400, 404)),
     Endpoint("POST", "/v1/executions", start_execution, "Start an execution",
              {201: m.Started, 200: m.Started}, body=m.StartExecution, query=m.StartQuery,
              errors=(400, 404, 409, 413, 429)),

@@ -216,6 +216,11 @@ class Store(Protocol):
         left out)."""
         ...
 
+    async def history_segments(self, execution_ids: list[str]) -> dict[str, list[str]]:
+        """Like :meth:`histories`, undecoded: each current run's events as JSON arrays (one per
+        commit), for a reader that decodes them elsewhere (the upgrade check's process)."""
+        ...
+
     async def list_executions(
         self,
         *,

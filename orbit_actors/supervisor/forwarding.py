@@ -116,6 +116,15 @@ class WaitCommand(_Command):
     timeout: float
 
 
+class MigrateCommand(_Command):
+    """Migrate the execution from ``from_version`` to the definition ``definition_hash`` if
+    its history is compatible (answered with the outcome's fields)."""
+
+    kind: Literal["migrate"] = "migrate"
+    from_version: str
+    definition_hash: str
+
+
 Forwarded = Annotated[
     SignalCommand
     | CancelCommand
@@ -126,7 +135,8 @@ Forwarded = Annotated[
     | ResultCommand
     | WaitCommand
     | OfferCommand
-    | UncertainCommand,
+    | UncertainCommand
+    | MigrateCommand,
     Field(discriminator="kind"),
 ]
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from ..errors import ExecutionNotFoundError, OrbitError
 from ..history.apply import replay
-from ..history.events import Event, WorkflowCreated
+from ..history.events import DefinitionMigrated, Event, WorkflowCreated
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..store.base import Store
 from ..store.definitions import DefinitionRegistry
+
+_DEFINES = (WorkflowCreated, DefinitionMigrated)
 
 
 class Loader:
@@ -26,11 +28,10 @@ class Loader:
         self, execution_id: str, history: list[Event]
     ) -> tuple[ExecutionState, CompiledDefinition]:
         """Like :meth:`from_history`, reading definitions registered since (by another server
-        sharing the store) when the one it needs is not known here."""
-        first = history[0] if history else None
-        if isinstance(first, WorkflowCreated) and not self._definitions.by_hash(
-            first.definition_hash
-        ):
+        sharing the store) when the one it needs is not known here (the one the run started
+        with, or the one it was migrated to)."""
+        needed = {e.definition_hash for e in history if isinstance(e, _DEFINES)}
+        if any(self._definitions.by_hash(h) is None for h in needed):
             await self._definitions.refresh()
         return self.from_history(execution_id, history)
 

@@ -155,13 +155,20 @@ class Remote:
         """A token dispatched to another server's session was answered."""
 
 
+async def _no_migration(execution_id: str, c: fw.MigrateCommand) -> dict[str, Any]:
+    raise OrbitError("this server carries out no migrations")
+
+
 def routes(
     registry: Registry,
     resume: Callable[[str], Awaitable[None]],
     wait: Callable[[str, float], Awaitable[ExecutionResult]],
     remote: Remote,
+    *,
+    migrate: Here = _no_migration,
 ) -> dict[type[Any], Route]:
-    """The table of every forwarded command: how it is carried out here and its answer's type."""
+    """The table of every forwarded command: how it is carried out here and its answer's type
+    (``migrate``: :func:`~.migration.migrate_here`, which needs the definitions)."""
 
     async def signal(i: str, c: fw.SignalCommand) -> int:
         seq: int = await registry.request(i, cmd.DeliverSignal(c.name, c.payload, reply=Reply()))
@@ -203,4 +210,5 @@ def routes(
         fw.WaitCommand: Route.of(lambda i, c: wait(i, c.timeout), ExecutionResult),
         fw.OfferCommand: Route.of(remote.dispatch_here, Task | None),
         fw.UncertainCommand: Route.of(uncertain, None),
+        fw.MigrateCommand: Route.of(migrate, dict[str, Any]),
     }

@@ -241,6 +241,7 @@ class Supervisor:
                     self.stats.passivations += 1
                     return
                 state, created, resumed = actor.state, None, True  # a command came: serve it
+                definition = actor.definition  # a migration may have changed it
                 continue
             self._gone(execution_id, mailbox)
             return

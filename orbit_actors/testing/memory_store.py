@@ -9,7 +9,7 @@ from dataclasses import replace
 import trio
 
 from ..errors import StorageError
-from ..history.events import Event
+from ..history.events import Event, events_to_json
 from ..store.base import (
     KEPT_CLAIMS,
     AlreadyStored,
@@ -164,6 +164,11 @@ class MemoryStore:
             for i, entry in found.items()
             if entry is not None
         }
+
+    async def history_segments(self, execution_ids: list[str]) -> dict[str, list[str]]:
+        """The current run's events of each execution as one JSON array each."""
+        found = await self.histories(execution_ids)
+        return {i: [events_to_json(events)] for i, events in found.items()}
 
     async def list_executions(
         self,

@@ -187,3 +187,20 @@ def test_a_retry_shows_as_a_second_bar_after_a_mark(
     lane = page.locator(".lane", has_text="boom")
     expect(lane.locator(".mark-retry")).to_have_attribute("aria-label", re.compile("attempt 2"))
     expect(lane.locator(".bar-failed")).to_have_count(2)
+
+
+def test_the_timeline_slider_redraws_the_graph_at_any_event(
+    console_server: ServerProcess, page: Any
+) -> None:
+    _open(console_server, page, "approval", example_input("approval"))
+    ask = page.locator('.graph [data-step="ask"]')
+    expect(ask).to_have_class(re.compile("status-succeeded"))
+    slider = page.get_by_label("Show the steps after event")
+    slider.fill("3")
+    expect(page.locator("#at-said")).to_contain_text("event 3 of")
+    expect(page.locator("#at-said")).to_contain_text("StepScheduled ask")
+    expect(ask).to_have_class(re.compile("status-running"))
+    expect(page.locator('.graph [data-step="decide"]')).to_have_class(re.compile("status-pending"))
+    slider.fill(slider.get_attribute("max"))
+    expect(ask).to_have_class(re.compile("status-succeeded"))
+    expect(page.locator('.graph [data-step="decide"]')).to_have_class(re.compile("status-running"))

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ..e2e.harness import ServerProcess
+from .conftest import EXAMPLES
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 
@@ -102,3 +103,31 @@ def test_the_skip_link_moves_the_focus_to_the_page(
     page.keyboard.press("Enter")
     expect(page.locator("main")).to_be_focused()
     expect(page).to_have_url(re.compile(r"#/workers$"))
+
+
+def test_checking_a_new_version_lists_the_executions_it_would_strand(
+    console_server: ServerProcess, page: Any
+) -> None:
+    with console_server.client() as client:
+        started = client.start("approval", input={"request_id": "R-10", "amount": 5})
+    source = (EXAMPLES / "approval.yaml").read_text()
+    candidate = source.replace("version: 1.0.0", "version: 2.0.0").replace(
+        "steps:\n", "steps:\n  - {id: audit, value: audited}\n", 1
+    )
+    page.goto(console_server.url + "/#/definitions/approval/1.0.0")
+    page.get_by_label("Candidate definition (YAML)").fill(candidate)
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator(".check-summary")).to_contain_text("approval@2.0.0")
+    row = page.locator(f'tr[data-execution="{started.execution_id}"]')
+    expect(row).to_contain_text("seq 3")
+    expect(row).to_contain_text("The candidate would schedule step `audit`")
+
+
+def test_a_candidate_that_is_not_valid_yaml_is_refused_with_its_line(
+    console_server: ServerProcess, page: Any
+) -> None:
+    page.goto(console_server.url + "/#/definitions/approval/1.0.0")
+    page.get_by_label("Candidate definition (YAML)").fill("workflow: approval\nversion: [2\n")
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator("#check-result")).to_contain_text("INVALID_IR")
+    expect(page.locator("#check-result")).to_contain_text("3:1")

@@ -6,6 +6,7 @@ import pytest
 import trio
 
 from orbit_actors.errors import InvalidRequestError, StorageError
+from orbit_actors.history.events import events_from_json
 from orbit_actors.store import AlreadyStored, DefinitionRecord, ScheduleRecord, Store, WorkerRecord
 from orbit_actors.store.base import KEPT_CLAIMS, WakeEntry
 
@@ -165,6 +166,15 @@ async def test_histories_are_read_together(store: Store) -> None:
         "b": [1, 2, 3],
     }
     assert found["a"] == await store.history("a")
+
+
+async def test_history_segments_are_the_histories_undecoded(store: Store) -> None:
+    await store.commit(commit("a", 1, count=2))
+    await store.commit(commit("a", 3, count=2))
+    segments = await store.history_segments(["a", "nobody"])
+    assert list(segments) == ["a"]
+    decoded = [event for segment in segments["a"] for event in events_from_json(segment)]
+    assert decoded == await store.history("a")
 
 
 async def test_executions_are_listed_newest_first_with_filters_and_cursor(store: Store) -> None:

@@ -17,8 +17,9 @@ export function whenUnauthenticated(listener) {
   onUnauthenticated.add(listener);
 }
 
-/** Call the API: `api("GET", "/v1/executions", {query: {status: "running"}})`. */
-export async function api(method, path, { query, body, signal, bearer = token() } = {}) {
+/** Call the API: `api("GET", "/v1/executions", {query: {status: "running"}})`; `body` is sent
+ * as JSON, `yaml` as YAML text. */
+export async function api(method, path, { query, body, yaml, signal, bearer = token() } = {}) {
   const url = new URL(path, location.origin);
   for (const [name, value] of Object.entries(query || {})) {
     if (value !== null && value !== undefined && value !== "") url.searchParams.set(name, value);
@@ -26,11 +27,11 @@ export async function api(method, path, { query, body, signal, bearer = token() 
   const headers = { Accept: "application/json" };
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (yaml !== undefined) headers["Content-Type"] = "application/yaml";
+  const sent = yaml !== undefined ? yaml : (body === undefined ? undefined : JSON.stringify(body));
   let response;
   try {
-    response = await fetch(url, {
-      method, headers, signal, body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    response = await fetch(url, { method, headers, signal, body: sent });
   } catch (error) {
     if (error.name === "AbortError") throw error;
     throw new ApiError(0, "UNREACHABLE", `the server did not answer (${error.message})`);

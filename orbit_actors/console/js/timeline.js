@@ -10,7 +10,8 @@ const ENDS = { StepSucceeded: "succeeded", StepAttemptFailed: "failed",
 const WORKFLOW_MARKS = { SignalReceived: (e) => `signal ${e.name}`, CancelRequested: () => "cancel requested",
   WorkflowCompleted: () => "completed", WorkflowFailed: () => "failed",
   WorkflowCancelled: () => "cancelled", WorkflowTimedOut: () => "timed out",
-  WorkflowContinuedAsNew: () => "continued as new", LimitExceeded: (e) => `limit ${e.limit}` };
+  WorkflowContinuedAsNew: () => "continued as new", LimitExceeded: (e) => `limit ${e.limit}`,
+  DefinitionMigrated: (e) => `migrated to ${e.to_version}` };
 export const FIRST_ROWS = 100;
 
 /** Rows of {key, bars: [{start, end, kind, label}], marks: [{at, kind, label}]} and the span. */

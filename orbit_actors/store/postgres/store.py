@@ -158,6 +158,13 @@ class PostgresStore(SqlStore[Conn]):
             found.setdefault(execution_id, []).extend(events_from_json(segment))
         return found
 
+    async def history_segments(self, execution_ids: list[str]) -> dict[str, list[str]]:
+        """The current run's events of each execution as stored JSON arrays, one round trip."""
+        found: dict[str, list[str]] = {}
+        for execution_id, segment in await self._rows(_CURRENT_RUN, list(execution_ids)):
+            found.setdefault(execution_id, []).append(segment)
+        return found
+
     # -- schedules ------------------------------------------------------------------------
     async def release_claims(self, except_owner: str) -> int:
         """Release other processes' claims that never fired (once joined, those of processes

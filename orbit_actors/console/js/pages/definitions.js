@@ -6,6 +6,7 @@ import { h, replace, errorBox, badge, executionLink, facts } from "../dom.js";
 import { when } from "../format.js";
 import { href } from "../router.js";
 import { toYaml } from "../yaml.js";
+import { upgradeCheck } from "../upgradecheck.js";
 
 export function renderDefinitions(main, route) {
   if (route.parts.length >= 2) return renderDefinition(main, route.parts[1], route.parts[2]);
@@ -56,6 +57,7 @@ function renderDefinition(main, name, version) {
           mine.length ? h("ul", {}, mine.map((e) => h("li", {}, executionLink(e.execution_id), " ", badge(e.status))))
             : h("p", { class: "muted" }, "None running."),
           h("p", {}, h("a", { href: href("/executions", { workflow: name }) }, `Every execution of ${name}`))),
+        upgradeCheck(definition.name, definition.version),
         h("section", { "aria-labelledby": "h-source" }, h("h2", { id: "h-source" }, "Definition (compiled IR, as YAML)"),
           h("pre", { class: "yaml", tabindex: "0", "aria-label": "definition source" }, toYaml(definition.ir))));
     }).catch((error) => replace(main, crumbs, h("h1", {}, title), errorBox(error)));

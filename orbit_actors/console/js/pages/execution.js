@@ -15,6 +15,7 @@ import { timeline, FIRST_ROWS } from "../timeline.js";
 import { actions, actionNotice } from "../actions.js";
 import { errorView } from "../errorview.js";
 import { eventTable } from "../events.js";
+import { replaySlider } from "../replayslider.js";
 
 function section(title, id, ...content) {
   return h("section", { "aria-labelledby": id }, h("h2", { id }, title), ...content);
@@ -25,7 +26,7 @@ export function renderExecution(main, route) {
   document.title = `${id} · Orbit`;
   const parts = {
     header: h("div", {}), problem: h("div", { "aria-live": "polite" }), actions: h("div", {}),
-    runs: h("div", {}), graph: h("div", { class: "graph-wrap" }), units: h("div", {}),
+    runs: h("div", {}), slider: h("div", {}), graph: h("div", { class: "graph-wrap" }), units: h("div", {}),
     timeline: h("div", {}), io: h("div", { class: "io" }), signals: h("div", {}),
     children: h("div", {}), events: h("div", {}),
   };
@@ -34,13 +35,13 @@ export function renderExecution(main, route) {
       h("span", { class: "mono" }, id)),
     h("h1", { class: "mono break" }, id), parts.header, parts.problem,
     section("Actions", "h-actions", actionNotice(), parts.actions),
-    section("Steps", "h-steps", h("div", { class: "steps-layout" }, parts.graph, parts.units)),
+    section("Steps", "h-steps", parts.slider, h("div", { class: "steps-layout" }, parts.graph, parts.units)),
     section("Timeline", "h-timeline", parts.runs, parts.timeline),
     section("Input, output and error", "h-io", parts.io),
     section("Pending signals", "h-signals", parts.signals),
     section("Children", "h-children", parts.children),
     section("History", "h-history", parts.events));
-  const view = { id, run: Number(route.params.get("run")) || null, ir: null, shown: {}, open: new Set(),
+  const view = { id, run: Number(route.params.get("run")) || null, at: null, ir: null, shown: {}, open: new Set(),
     timelineRows: FIRST_ROWS, eventsState: {} };
   const poller = new Poller();
   const refresh = () => tick(view, parts, poller.controller.signal);
@@ -81,7 +82,10 @@ async function tick(view, parts, signal) {
   }
   const actionsKey = `${detail.status}/${detail.quarantined}/${detail.paused}/${detail.run}`;
   if (changed(view, "actions", actionsKey)) replace(parts.actions, actions(detail, view.ir, view.refresh));
-  if (changed(view, "steps", [detail.units, detail.children, history.run === detail.run ? history.events.length : 0])) {
+  if (changed(view, "slider", [history.run, history.events.length])) {
+    replace(parts.slider, replaySlider(view, parts, history, detail));
+  }
+  if (view.at === null && changed(view, "steps", [detail.units, detail.children, history.run === detail.run ? history.events.length : 0])) {
     const events = history.run === detail.run ? history.events : [];
     const states = stepStates(view.ir, detail, events);
     const openStep = (step) => {
@@ -142,6 +146,7 @@ function runSelector(view, detail, shownRun) {
       h("option", { value: String(run), selected: run === shownRun }, run === detail.run ? `run ${run} (current)` : `run ${run}`)));
   select.addEventListener("change", () => {
     view.run = Number(select.value) === detail.run ? null : Number(select.value);
+    view.at = null;
     replaceParams(`/executions/${encodeURIComponent(view.id)}`, { run: view.run });
     view.refresh();
   });
