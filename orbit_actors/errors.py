@@ -9,6 +9,8 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
     ├── DefinitionConflictError    DEFINITION_CONFLICT     409
     ├── WorkflowNotFoundError      WORKFLOW_NOT_FOUND      404
     ├── InvalidInputError          INVALID_INPUT           400
+    ├── FlowKeyError               FLOW_KEY_ERROR          400  (a concurrency key at start)
+    ├── ConcurrencyLimitError      CONCURRENCY_LIMIT       409  (``on_full: skip``)
     ├── InvalidExecutionIdError    INVALID_EXECUTION_ID    400
     ├── InvalidRequestError        INVALID_REQUEST         400
     ├── ExecutionExistsError       EXECUTION_EXISTS        409
@@ -122,6 +124,18 @@ class InvalidInputError(OrbitError):
     """An execution's input does not match the workflow's input schema."""
 
     code, status = "INVALID_INPUT", 400
+
+
+class FlowKeyError(OrbitError):
+    """A flow key evaluated, at start, to something other than a string or a number."""
+
+    code, status = "FLOW_KEY_ERROR", 400
+
+
+class ConcurrencyLimitError(OrbitError):
+    """A start beyond its concurrency key's limit, with ``on_full: skip``: nothing created."""
+
+    code, status = "CONCURRENCY_LIMIT", 409
 
 
 class InvalidExecutionIdError(OrbitError):

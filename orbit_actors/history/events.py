@@ -58,6 +58,14 @@ class _Event(_Frozen):
     timestamp_ms: int
 
 
+class StartFlow(_Frozen):
+    """What a start's flow control evaluated to: the priority (1 first … 9) and the
+    concurrency key, when the definition declares one."""
+
+    priority: int = 5
+    key: str | None = _optional()
+
+
 class WorkflowCreated(_Event):
     """The run exists: its definition, input and effective limits."""
 
@@ -71,6 +79,7 @@ class WorkflowCreated(_Event):
     parent: ParentRef | None = _optional()
     schedule_id: str | None = _optional()
     run: int = 1
+    flow: StartFlow | None = _optional()
 
 
 class WorkflowStarted(_Event):

@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import Literal
 
 from .expressions import Expression, Template
+from .flow import NO_FLOW, FlowPlan
 from .models import ChildContract, Definition, RetryPolicy, Step, TaskContract
 from .schema import Schema
 
@@ -87,6 +88,7 @@ class CompiledDefinition:
     queries: dict[str, Expression]
     output: Template
     awaits: dict[str, list[str]] = field(default_factory=dict)
+    flow: FlowPlan = NO_FLOW
 
     @property
     def name(self) -> str:
