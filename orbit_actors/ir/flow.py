@@ -110,9 +110,11 @@ def key_text(value: Any) -> str:
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         return json.dumps(value)
-    kind = "null" if value is None else type(value).__name__
-    kind = {"bool": "boolean", "dict": "object", "list": "array"}.get(kind, kind)
-    raise FlowKeyError(f"evaluated to a {kind}; a key must be a string or a number")
+    kind = _KINDS.get(type(value), "a value of another kind")
+    raise FlowKeyError(f"evaluated to {kind}; a key must be a string or a number")
+
+
+_KINDS = {type(None): "null", bool: "a boolean", dict: "an object", list: "an array"}
 
 
 def evaluate_start(plan: FlowPlan, input: dict[str, Any]) -> StartFlow:

@@ -155,7 +155,8 @@ def test_a_numeric_key_is_its_json_text() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "kind"), [(None, "null"), (True, "boolean"), ({"a": 1}, "object"), ([1], "array")]
+    ("value", "kind"),
+    [(None, "null"), (True, "a boolean"), ({"a": 1}, "an object"), ([1], "an array")],
 )
 def test_a_key_that_is_not_a_string_or_number_is_refused_at_start(value: Any, kind: str) -> None:
     definition = compiled("""
@@ -165,7 +166,7 @@ def test_a_key_that_is_not_a_string_or_number_is_refused_at_start(value: Any, ki
     with pytest.raises(FlowKeyError) as caught:
         start_flow(definition, {"n": value})
     assert caught.value.message == (
-        f"flow.concurrency.key evaluated to a {kind}; a key must be a string or a number"
+        f"flow.concurrency.key evaluated to {kind}; a key must be a string or a number"
     )
 
 
