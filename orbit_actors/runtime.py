@@ -30,7 +30,7 @@ from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
 from .decide.query import evaluate_query
 from .decide.transitions import ServerLimits, Verdict
-from .errors import RunNotFoundError, StorageError
+from .errors import ExecutionQueuedError, RunNotFoundError, StorageError
 from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
@@ -140,6 +140,7 @@ async def open_runtime(
         parts.sessions.recovering = True  # before any worker can register
         nursery.start_soon(_recover_busy, parts, [e.execution_id for e in first if e.busy])
         nursery.start_soon(_load_the_rest, parts)
+        nursery.start_soon(parts.starter.flow.promote_all)  # slots freed while it was down
         runtime = Runtime(parts)
         if cluster is not None:
             cluster.watch_schedules(parts.scheduler.reload_soon)
@@ -223,6 +224,7 @@ def _wire(
 
     def finished(state: ExecutionState, definition: CompiledDefinition) -> None:
         waiters.finished(state, definition)
+        starter.finished(state, definition)
         if state.parent is not None:
             registry.tell_child_ended(state)
 
@@ -425,7 +427,10 @@ class Runtime:
         return await self.describe(execution_id)
 
     async def _cancel_here(self, execution_id: str, reason: str) -> None:
-        await self.registry.request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
+        try:
+            await self.registry.request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
+        except ExecutionQueuedError:
+            await self._starter.flow.cancel_queued(execution_id, reason)
 
     async def query(self, execution_id: str, name: str) -> Any:
         """Evaluate a query against the current (or final) state."""

@@ -36,7 +36,7 @@ from ..history.events import Event, StepDispatched
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
-from ..store.base import AlreadyStored, Commit, ExecutionRow, Store
+from ..store.base import Admission, AlreadyStored, Commit, ConcurrencyFull, ExecutionRow, Store
 from ..views import ExecutionDetail, describe, row_of
 from ..wire.messages import Task
 from . import commands as cmd
@@ -156,16 +156,20 @@ class ExecutionActor:
         self,
         created: list[Event] | None = None,
         *,
+        admit: Admission | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Pick up what the state holds (then report started), then serve commands and wake-ups
         until the end. ``created`` are the first events of a new execution, already applied to
         the state and not yet stored: they are committed with the first decisions, and a taken
-        id raises :class:`AlreadyStored` before the actor reports started."""
+        id raises :class:`AlreadyStored` before the actor reports started. With ``admit`` that
+        commit takes a slot of a concurrency key (a queued execution's, when promoting) or
+        raises :class:`ConcurrencyFull`."""
         if created is None:
             await self.resume()
         else:
-            await self._settle(created, create=True)
+            create = admit is None or not admit.promoting
+            await self._settle(created, create=create, admit=admit)
             created.clear()  # the caller's frames keep the list for the actor's whole life
         self.started = True
         task_status.started()
@@ -330,7 +334,12 @@ class ExecutionActor:
         return await self._settle(command_events, reported)
 
     async def _settle(
-        self, applied: list[Event], reported: str | None = None, *, create: bool = False
+        self,
+        applied: list[Event],
+        reported: str | None = None,
+        *,
+        create: bool = False,
+        admit: Admission | None = None,
     ) -> list[Event]:
         """Decide to the fixpoint after ``applied`` (already in the state), commit, publish."""
         state = self.state
@@ -341,8 +350,8 @@ class ExecutionActor:
         claimed = self._claim_free_workers(batch)
         pool = self.ports.pool
         try:
-            await self._commit(Commit(self._row(state), batch, create=create))
-        except (StorageError, AlreadyStored):
+            await self._commit(Commit(self._row(state), batch, create=create, admit=admit))
+        except (StorageError, AlreadyStored, ConcurrencyFull):
             for task in claimed:
                 pool.release(task.token)
             raise

@@ -22,7 +22,10 @@ from .models import (
 
 
 def _status(state: ExecutionState) -> str:
-    """A continued run keeps the execution running."""
+    """A continued run keeps the execution running; one created and not started waits for a
+    slot of its concurrency key (``queued``)."""
+    if state.created and not state.started and not state.finished:
+        return "queued"
     return "running" if state.status == "continued_as_new" else state.status
 
 
@@ -46,6 +49,7 @@ def row_of(state: ExecutionState) -> ExecutionRow:
         parent_id=parent.execution_id if parent else None,
         schedule_id=state.schedule_id,
         last_seq=state.last_seq,
+        flow_key=state.flow.key if state.flow is not None else None,
     )
 
 

@@ -29,11 +29,12 @@ from typing import Any, NamedTuple
 from ..base import ExecutionRow
 from ..group import CommitWork, RetryBatch
 from ..rules import check_commit
+from .flow_slots import lock_keys, pg_admits, take_slot
 from .schema import Conn
 
 ROW_COLUMNS = ", ".join(field.name for field in fields(ExecutionRow))
 _TYPES = ("text", "text", "text", "text", "text", "int", "bigint", "bigint", "text", "text",
-          "int", "bigint", "bool", "text", "bigint")  # fmt: skip  # ROW_COLUMNS', owner's
+          "int", "bigint", "bool", "text", "text", "bigint")  # fmt: skip  # ROW_COLUMNS', owner's
 _POSITIONS = (
     "SELECT execution_id, run, last_seq, owner_epoch FROM executions "
     "WHERE execution_id = ANY(%b) "
@@ -44,7 +45,10 @@ _UPSERT_EXECUTIONS = (
     + ", ".join(f"%b::{kind}[]" for kind in _TYPES)
     + ") ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, "
     "run = excluded.run, closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
-    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy "
+    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy, "
+    # a queued execution has no owner: the server that starts it owns it from then on
+    "owner = COALESCE(executions.owner, excluded.owner), "
+    "owner_epoch = COALESCE(executions.owner_epoch, excluded.owner_epoch) "
     "RETURNING execution_id, xmax = 0"  # xmax is 0 for a row this statement inserted
 )
 _INSERT_SEGMENTS = (
@@ -99,8 +103,15 @@ class CommitBatcher:
         ids = sorted({w.commit.row.execution_id for w in works})
         found = conn.execute(_POSITIONS, (ids,)).fetchall()
         staged = _Staged({i: Position(r, s, o) for i, r, s, o in found}, set(), {}, [], [])
+        lock_keys(conn, works)
         for work in works:
+            admit = work.commit.admit
+            if admit is not None and not pg_admits(conn, admit):
+                work.full = True
+                continue
             _stage(staged, work, self.owner)
+            if not (work.refused or work.fenced):
+                take_slot(conn, work.commit)
         if not staged.summaries:
             return  # every commit of the batch was a refused create
         _send(conn, _ARCHIVE_RUNS, staged.archived)
@@ -121,9 +132,12 @@ def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
     work.refused = commit.create and current is not None
     if work.refused:
         return
+    promoting = commit.admit is not None and commit.admit.promoting
+    unowned = promoting and current is not None and current.owner_epoch is None
     if owner is not None and current is not None and current.owner_epoch != owner.epoch:
-        work.fenced = True
-        return
+        work.fenced = not unowned
+        if work.fenced:
+            return
     check_commit(None if current is None else (current.run, current.last_seq), commit)
     if current is None:
         staged.new.add(row.execution_id)
@@ -139,7 +153,8 @@ def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
     staged.summaries[row.execution_id] = (
         row.execution_id, row.workflow, row.version, row.definition_hash, row.status, row.run,
         row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id, last_seq,
-        row.wake_at_ms, row.busy, *(owner or (None, None)),
+        row.wake_at_ms, row.busy, row.flow_key,
+        *(owner if owner is not None and row.status != "queued" else (None, None)),
     )  # fmt: skip
     staged.positions[row.execution_id] = Position(
         row.run, last_seq, owner.epoch if owner is not None else None

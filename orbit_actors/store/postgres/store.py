@@ -23,6 +23,7 @@ from ..base import (
     DefinitionRecord,
     ExecutionPage,
     ExecutionRow,
+    FlowSlots,
     PutDefinition,
     PutOutcome,
     ScheduleRecord,
@@ -37,6 +38,7 @@ from ..rules import WorkerTouches
 from . import records
 from .cluster import PostgresCluster
 from .commits import ROW_COLUMNS, CommitBatcher, Owner
+from .flow_slots import QUEUED_KEYS, SLOTS, slots_of
 from .schema import Conn, connect, describe, one_line, prepare
 from .writer import PostgresEngine
 
@@ -225,6 +227,14 @@ class PostgresStore:
         """How many executions have each status."""
         rows = await self._rows("SELECT status, COUNT(*) FROM executions GROUP BY status")
         return {status: count for status, count in rows}
+
+    async def flow_slots(self, key: str) -> FlowSlots:
+        """The running and queued executions of concurrency key ``key``, oldest first."""
+        return slots_of([(i, state) for i, state in await self._rows(SLOTS, key)])
+
+    async def queued_keys(self) -> list[str]:
+        """Every concurrency key with queued executions."""
+        return [key for (key,) in await self._rows(QUEUED_KEYS)]
 
     # -- workers --------------------------------------------------------------------------
     async def upsert_worker(self, record: WorkerRecord) -> None:

@@ -68,6 +68,14 @@ MIGRATIONS: Sequence[Sequence[str]] = (
         "ALTER TABLE executions ADD COLUMN wake_at_ms INTEGER",
         "ALTER TABLE executions ADD COLUMN busy INTEGER",
     ),
+    # 5: concurrency slots (store/flow_slots.py): the executions of each key that run or wait,
+    # in arrival order (ord)
+    (
+        """CREATE TABLE flow_slots (
+            ord INTEGER PRIMARY KEY, execution_id TEXT NOT NULL UNIQUE, key TEXT NOT NULL,
+            state TEXT NOT NULL)""",
+        "CREATE INDEX flow_slots_by_key ON flow_slots (key, state, ord)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -20,6 +20,7 @@ from ..base import (
     DefinitionRecord,
     ExecutionPage,
     ExecutionRow,
+    FlowSlots,
     PutDefinition,
     PutOutcome,
     ScheduleRecord,
@@ -31,6 +32,7 @@ from ..cursor import clamp_limit, decode_cursor, page_of, page_query
 from ..readers import ReaderPool
 from ..rules import WorkerTouches
 from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher
+from .flow_slots import read_queued_keys, read_slots
 from .lock import exclusive
 from .schema import StoreOpenError, Synchronous, connect, prepare
 from .writer import GroupWriter
@@ -203,6 +205,14 @@ class SqliteStore:
             ).fetchall()
         )
         return {status: count for status, count in rows}
+
+    async def flow_slots(self, key: str) -> FlowSlots:
+        """The running and queued executions of concurrency key ``key``, oldest first."""
+        return await self._read(lambda c: read_slots(c, key))
+
+    async def queued_keys(self) -> list[str]:
+        """Every concurrency key with queued executions."""
+        return await self._read(read_queued_keys)
 
     # -- workers --------------------------------------------------------------------------
     async def upsert_worker(self, record: WorkerRecord) -> None:
