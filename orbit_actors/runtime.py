@@ -30,7 +30,7 @@ from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
 from .decide.query import evaluate_query
 from .decide.transitions import ServerLimits, Verdict
-from .errors import ExecutionQueuedError, RunNotFoundError, StorageError
+from .errors import ExecutionQueuedError, OrbitError, RunNotFoundError, StorageError
 from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
@@ -335,6 +335,7 @@ class Runtime:
         self.scheduler = parts.scheduler
         self.metrics = parts.metrics
         self._starter = parts.starter
+        parts.starter.flow.cancel = self._cancel_quietly
         self._load = parts.load
         self.membership = parts.membership
         self._forwarder = parts.membership.forwarder
@@ -425,6 +426,11 @@ class Runtime:
         local = partial(self._cancel_here, execution_id, reason)
         await self._routed(execution_id, local, fw.CancelCommand(reason=reason))
         return await self.describe(execution_id)
+
+    async def _cancel_quietly(self, execution_id: str, reason: str) -> None:
+        """Cancel an execution wherever it runs, if it still runs."""
+        with suppress(OrbitError):
+            await self.cancel(execution_id, reason)
 
     async def _cancel_here(self, execution_id: str, reason: str) -> None:
         try:

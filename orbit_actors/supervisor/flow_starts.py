@@ -14,7 +14,7 @@ restart, oldest first, one key at a time on this server.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -52,6 +52,9 @@ class FlowStarts:
         self._load = load
         self._now_ms = now_ms
         self._promoting: dict[str, trio.Lock] = {}  # one promoter per key on this server
+        # how a replaced execution is cancelled: here by default; the runtime routes it to the
+        # server that owns it when several share the store
+        self.cancel: Callable[[str, str], Awaitable[None]] = self._registry.cancel_quietly
 
     async def start(self, definition: CompiledDefinition, events: list[Event], key: str) -> None:
         """Start the execution whose first events are ``events`` under ``key``: it runs, is
@@ -90,7 +93,7 @@ class FlowStarts:
         created = events[0]
         if oldest and isinstance(created, WorkflowCreated):
             reason = f"replaced by `{created.execution_id}`"
-            self._nursery.start_soon(self._registry.cancel_quietly, oldest[0], reason)
+            self._nursery.start_soon(self.cancel, oldest[0], reason)
 
     # -- promotions -------------------------------------------------------------------------
     def promote_soon(self, key: str, limit: int) -> None:
