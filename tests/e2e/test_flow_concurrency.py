@@ -1,5 +1,5 @@
 """Concurrency keys end to end, on SQLite and on three servers sharing PostgreSQL, with real
-worker subprocesses: 20 keys × 50 executions with ``limit: 2`` never have more than 2 running per
+worker subprocesses: 20 keys x 50 executions with ``limit: 2`` never have more than 2 running per
 key at any instant (from each history's WorkflowStarted to its end), every one of them ends, and
 ``skip`` and ``replace`` behave as specified."""
 
