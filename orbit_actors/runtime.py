@@ -163,6 +163,8 @@ def _adopt(nursery: trio.Nursery, parts: _Parts, taken: Takeover) -> None:
     brought back in the background (their workers' attempts turn uncertain)."""
     if taken.servers:
         parts.scheduler.reload_soon()  # the claims the dead servers held are released
+        # a dead server may have freed a slot and died before starting the next queued one
+        nursery.start_soon(parts.starter.flow.promote_all)
     if taken.executions:
         parts.registry.dormant.load(taken.executions)
         busy = [e.execution_id for e in taken.executions if e.busy]

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from ..decide.invocation import TaskInvocation
 from ..wire import messages as wire
+from .flow_queue import DEFAULT_PRIORITY, RANK_SHIFT, FlowQueue, rank
 
 QueueKey = tuple[str, str, str | None]
 Send = Callable[[wire.ServerMessage], None]
@@ -82,6 +83,7 @@ class _Ready:
     attempt: int
     remote: bool = False  # claimed from the shared queue: another server owns the execution
     spilled: bool = False  # this server's unit, published to the shared queue while it waits
+    flow_key: str | None = None  # its execution's concurrency key (flow_queue.py)
 
 
 @dataclass(eq=False)
@@ -151,11 +153,11 @@ class WorkerPool:
     ) -> None:
         self._offer = offer
         self.sharing = sharing
-        self._queues: dict[QueueKey, deque[_Ready]] = {}
+        self._queues: dict[QueueKey, deque[_Ready] | FlowQueue[_Ready]] = {}
         self._servers: dict[QueueKey, dict[str, None]] = {}  # sessions taking work, per queue
         self._members: dict[str, _Member] = {}
         self._held: dict[str, Held] = {}  # every token held, by token
-        self._order = itertools.count()
+        self._order = itertools.count(rank(DEFAULT_PRIORITY, 0))  # plain units: priority 5
 
     # -- units ------------------------------------------------------------------------------
     def enqueue(self, execution_id: str, unit: TaskInvocation) -> None:
@@ -166,10 +168,23 @@ class WorkerPool:
             if self._members[session_id].free > 0:
                 self._hand(ready, session_id)
                 return
-        self._queues.setdefault(key, deque()).append(ready)
+        flow = unit.flow
+        if flow is None:
+            self._queues.setdefault(key, deque()).append(ready)
+        else:
+            ready.order += (flow.priority - DEFAULT_PRIORITY) << RANK_SHIFT
+            ready.flow_key = flow.key
+            self._flow_queue(key).append(ready)
         if self.sharing is not None:
             ready.spilled = True
             self.sharing.spilled(execution_id, unit)
+
+    def _flow_queue(self, key: QueueKey) -> FlowQueue[_Ready]:
+        """The queue ``key`` ordered by flow control (a plain one becomes one)."""
+        queue = self._queues.get(key)
+        if not isinstance(queue, FlowQueue):
+            queue = self._queues[key] = FlowQueue(queue)
+        return queue
 
     def enqueue_remote(self, execution_id: str, key: str, attempt: int, queue: QueueKey) -> None:
         """A unit claimed from the shared queue for a session here (another server owns it)."""
@@ -352,7 +367,7 @@ class WorkerPool:
         """Give a session the oldest units it can serve while it has room."""
         member = self._members.get(session_id)
         while member is not None and member.free > 0:
-            best: deque[_Ready] | None = None
+            best: deque[_Ready] | FlowQueue[_Ready] | None = None
             for key in member.queues:
                 queue = self._queues.get(key)
                 if queue and (best is None or queue[0].order < best[0].order):

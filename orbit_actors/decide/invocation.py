@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..history.events import StartFlow
 from ..history.state import ExecutionState, Unit, UnitKey
 from ..ir.plan import CompiledDefinition, StepPlan
 from ..ir.schema import Schema
@@ -27,6 +28,7 @@ class TaskInvocation:
     attempt: int
     redelivery: bool
     timeout_ms: int | None
+    flow: StartFlow | None = None  # its execution's priority and concurrency key
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ def invocation(
         return TaskInvocation(
             key, task, contract.version, _language(plan, unit) or contract.language, unit.input,
             unit.idempotency_key, unit.attempt, unit.redelivery, unit_timeout_ms(definition, unit),
+            state.flow,
         )  # fmt: skip
     if kind == "http":
         request = unit.input if isinstance(unit.input, dict) else {}
