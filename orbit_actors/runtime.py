@@ -26,6 +26,7 @@ from .actors.clock import Clock
 from .actors.execution import ExecutionPorts, Passivation, execution_of
 from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
+from .actors.rate_windows import serve_rate_windows
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
 from .decide.query import evaluate_query
@@ -134,6 +135,7 @@ async def open_runtime(
     async with trio.open_nursery() as nursery:
         parts = _wire(nursery, store, config, clock, definitions, tracer, cluster, address)
         await nursery.start(parts.sessions.serve)
+        await nursery.start(serve_rate_windows, parts.pool.rates, parts.pool.release_due, clock)
         first = await store.wake_index(due_by_ms=clock.now_ms() + INDEX_HORIZON_MS)
         parts.registry.begin_loading(first)
         await nursery.start(parts.registry.dormant.run)
@@ -182,7 +184,8 @@ def _wire(
     pool = WorkerPool(
         offer=lambda offer: (
             sharing.offer(offer) if sharing is not None and offer.remote else registry.offer(offer)
-        )
+        ),
+        now_ms=clock.now_ms,
     )
     registry = Registry(
         nursery, store, pool.settle, config.mailbox_capacity, clock=clock,

@@ -267,12 +267,13 @@ class ExecutionActor:
         return verdict
 
     async def _on_offer(self, c: cmd.OfferDispatch) -> None:
+        now = self._now()
         events = pure.dispatch(
             self.state, self.definition, c.key, attempt=c.attempt, token=c.token,
-            worker_id=c.worker_id, session=c.session_id, now=self._now(),
+            worker_id=c.worker_id, session=c.session_id, now=now,
         )  # fmt: skip
         pool = self.ports.pool
-        if events is None:
+        if events is None or (self.definition.flow.rate_limits and not self._rated(c.key, now)):
             pool.release(c.token)
             return
         try:
@@ -284,6 +285,14 @@ class ExecutionActor:
         dispatched = events[0]
         if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
             pool.push(self._task(found, dispatched.token, dispatched.deadline_ms), self._now())
+
+    def _rated(self, key: str, now: int) -> bool:
+        """Count a dispatch of unit ``key`` against its rate limit (False: over it, and the
+        pool keeps the unit until the limit allows one)."""
+        found = invocation(self.state, self.definition, key)
+        if not isinstance(found, TaskInvocation):
+            return True
+        return self.ports.pool.take_rate(self.execution_id, found, now)
 
     async def _on_remote_offer(self, c: cmd.RemoteOffer) -> Task | None:
         """A unit claimed by another server for its worker: dispatched to that worker's session

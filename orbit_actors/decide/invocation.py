@@ -29,6 +29,18 @@ class TaskInvocation:
     redelivery: bool
     timeout_ms: int | None
     flow: StartFlow | None = None  # its execution's priority and concurrency key
+    rate: RateTake | None = None  # the rate limit its dispatch counts against
+
+
+@dataclass(frozen=True)
+class RateTake:
+    """A dispatch of ``task`` counts against at most ``limit`` per ``per_ms`` window of
+    ``key``."""
+
+    task: str
+    key: str
+    limit: int
+    per_ms: int
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,7 @@ def invocation(
         return TaskInvocation(
             key, task, contract.version, _language(plan, unit) or contract.language, unit.input,
             unit.idempotency_key, unit.attempt, unit.redelivery, unit_timeout_ms(definition, unit),
-            state.flow,
+            state.flow, _rate(definition, state, task),
         )  # fmt: skip
     if kind == "http":
         request = unit.input if isinstance(unit.input, dict) else {}
@@ -147,3 +159,14 @@ def child_execution_id(parent_id: str, run: int, unit_key: str) -> str:
     if parsed.index is not None:
         part += f".{parsed.index}"
     return f"{base}.{part}"
+
+
+def _rate(definition: CompiledDefinition, state: ExecutionState, task: str) -> RateTake | None:
+    """The rate limit a dispatch of ``task`` counts against (its key fixed at start)."""
+    plans = definition.flow.rate_limits
+    if not plans or state.flow is None or not state.flow.rate_keys:
+        return None
+    plan, key = plans.get(task), state.flow.rate_keys.get(task)
+    if plan is None or key is None:
+        return None
+    return RateTake(task, key, plan.limit, plan.per_ms)

@@ -107,7 +107,7 @@ def start_flow(definition: CompiledDefinition, input: dict[str, Any]) -> ev.Star
         raise InvalidInputError(str(exc)) from None
     except flow.FlowKeyError as exc:
         raise FlowKeyError(str(exc)) from None
-    return ev.StartFlow(priority=found.priority, key=found.key)
+    return ev.StartFlow(priority=found.priority, key=found.key, rate_keys=found.rate_keys)
 
 
 def validated_input(schema: Schema | None, value: Any, *, strict: bool) -> dict[str, Any]:

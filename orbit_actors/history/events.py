@@ -64,6 +64,7 @@ class StartFlow(_Frozen):
 
     priority: int = 5
     key: str | None = _optional()
+    rate_keys: dict[str, str] | None = _optional()  # task → the key of its rate limit
 
 
 class WorkflowCreated(_Event):

@@ -102,6 +102,7 @@ class StartFlow:
 
     priority: int
     key: str | None
+    rate_keys: dict[str, str] | None = None  # task → the key of its rate limit
 
 
 def key_text(value: Any) -> str:
@@ -129,7 +130,13 @@ def evaluate_start(plan: FlowPlan, input: dict[str, Any]) -> StartFlow:
             key = plan.concurrency.key.evaluate(input)
         except FlowKeyError as exc:
             raise FlowKeyError(f"flow.concurrency.key {exc}") from None
-    return StartFlow(priority=priority, key=key)
+    rate_keys = {}
+    for task, rate in plan.rate_limits.items():
+        try:
+            rate_keys[task] = rate.key.evaluate(input)
+        except FlowKeyError as exc:
+            raise FlowKeyError(f"tasks.{task}.rate_limit.key {exc}") from None
+    return StartFlow(priority=priority, key=key, rate_keys=rate_keys or None)
 
 
 def _evaluate_priority(template: Template, input: dict[str, Any]) -> int:

@@ -19,6 +19,7 @@ from .models import (
     ResultError,
     Unit,
 )
+from .waiting import concurrency_waiting
 
 
 def _status(state: ExecutionState) -> str:
@@ -132,5 +133,5 @@ def describe(
     return ExecutionDetail(
         **_summary_fields(state), input=state.input, output=state.output, error=state.error,
         units=units, pending_signals=pending, children=children, quarantined=quarantined,
-        last_error=last_error,
+        last_error=last_error, waiting=concurrency_waiting(state, definition),
     )  # fmt: skip

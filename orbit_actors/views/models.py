@@ -73,8 +73,17 @@ class ChildLink(BaseModel):
     execution_id: str
 
 
+class Waiting(BaseModel):
+    """Why something waits (operations.md, "Why work waits"): ``reason`` is one of
+    ``no_worker``, ``workers_busy``, ``paused``, ``rate_limited``, ``concurrency``."""
+
+    reason: str
+    message: str
+
+
 class ExecutionDetail(ExecutionSummary):
-    """``GET /v1/executions/{id}``; ``last_error`` only while quarantined."""
+    """``GET /v1/executions/{id}``; ``last_error`` only while quarantined; ``waiting`` only
+    while queued for a slot of its concurrency key."""
 
     input: Any
     output: Any
@@ -84,6 +93,7 @@ class ExecutionDetail(ExecutionSummary):
     children: list[ChildLink]
     quarantined: bool
     last_error: str | None = Field(default=None, exclude_if=_absent)
+    waiting: Waiting | None = Field(default=None, exclude_if=_absent)
 
 
 class Worker(BaseModel):

@@ -54,6 +54,9 @@ class FakePool:
         self.free += 1
         self.calls.append("release")
 
+    def take_rate(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> bool:
+        return True
+
     def push(self, task: Task, now_ms: int) -> None:
         self.pushed.append(task)
         self.calls.append(f"push {task.step_id}")

@@ -45,6 +45,13 @@ async def test_beyond_the_limit_a_start_is_queued(
     page = await runtime.list_executions(status="queued")
     assert [row.execution_id for row in page.executions] == ["d", "c"]
     assert [e.type for e in await runtime.history("c")] == ["WorkflowCreated"]
+    waiting = (await runtime.describe("c")).waiting
+    assert waiting is not None and waiting.reason == "concurrency"
+    assert waiting.message == (
+        "concurrency key `acme` of keyed@1.0.0 already runs 2 executions (limit 2); it starts "
+        "when one of them ends"
+    )
+    assert (await runtime.describe("a")).waiting is None
 
 
 async def test_a_queued_execution_starts_in_arrival_order_when_one_of_its_key_ends(
