@@ -140,3 +140,40 @@ def test_replace_cancels_the_oldest_running_one_and_starts_the_new_one(
     wait_until(lambda: clients[0].describe("new").status == "running", 30, what="new runs")
     for client in clients:
         client.close()
+
+
+RATED = """
+workflow: rated
+version: 1.0.0
+input: {type: object, properties: {merchant: {type: string}, n: {type: integer}}}
+tasks: {nap: {version: "1", rate_limit: {key: '${input.merchant}', limit: 10, per: 1s}}}
+steps: [{id: charge, task: nap, input: {seconds: 0, n: "${input.n}"}}]
+"""
+
+
+def test_a_rate_limit_of_ten_a_second_is_never_exceeded_in_any_second(
+    tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    server = ServerProcess(tmp_path).start()
+    try:
+        workers.append(WorkerProcess(server, "w"))
+        with server.client() as client:
+            client.deploy(RATED)
+            ids = [
+                client.start("rated", input={"merchant": "m", "n": n}).execution_id
+                for n in range(45)
+            ]
+            other = client.start("rated", input={"merchant": "other", "n": 0}).execution_id
+            dispatched = []
+            for execution_id in ids:
+                assert client.wait(execution_id, timeout=120).status == "completed"
+                events = client.history(execution_id).events
+                dispatched += [e["timestamp_ms"] for e in events if e["type"] == "StepDispatched"]
+            assert client.wait(other, timeout=120).status == "completed"
+        dispatched.sort()
+        # an 11th dispatch inside any 1 s span would be less than 1 s after the 10th before it
+        spans = [later - first for first, later in zip(dispatched, dispatched[10:], strict=False)]
+        assert min(spans) >= 1000, min(spans)
+        assert dispatched[-1] - dispatched[0] >= 4000  # 45 at 10 a second
+    finally:
+        server.stop()
