@@ -177,3 +177,36 @@ def test_a_rate_limit_of_ten_a_second_is_never_exceeded_in_any_second(
         assert dispatched[-1] - dispatched[0] >= 4000  # 45 at 10 a second
     finally:
         server.stop()
+
+
+def test_a_killed_servers_slot_is_given_back_after_the_takeover(
+    tmp_path: Path, postgres: PostgresServer, workers: list[WorkerProcess]
+) -> None:
+    started = servers_on("postgres", tmp_path, postgres)
+    try:
+        doomed, survivor = started[0], started[1]
+        workers.append(WorkerProcess(survivor, "w", env={"ORBIT_URL": survivor.url}))
+        with doomed.client() as client:
+            client.deploy(SLOW)
+            for n in range(3):  # one runs on the doomed server, two wait behind it
+                client.start("slow", input={"customer": "c"}, execution_id=f"s{n}")
+            assert client.describe("s1").status == "queued"
+        doomed.kill(signal.SIGKILL)
+        with survivor.client() as client:
+            for n in range(3):
+                assert client.wait(f"s{n}", timeout=120).status == "completed", n
+            found = [running_intervals(client, f"s{n}") for n in range(3)]
+        assert most_at_once([interval for _, interval in found]) == 1
+    finally:
+        for server in started:
+            server.stop()
+
+
+SLOW = """
+workflow: slow
+version: 1.0.0
+input: {type: object, properties: {customer: {type: string}}}
+flow: {concurrency: {key: '${input.customer}', limit: 1}}
+tasks: {nap: {version: "1"}}
+steps: [{id: a, task: nap, input: {seconds: 1}}]
+"""
