@@ -142,7 +142,6 @@ async def open_runtime(
         parts.sessions.recovering = True  # before any worker can register
         nursery.start_soon(_recover_busy, parts, [e.execution_id for e in first if e.busy])
         nursery.start_soon(_load_the_rest, parts)
-        nursery.start_soon(parts.starter.flow.promote_all)  # slots freed while it was down
         runtime = Runtime(parts)
         if cluster is not None:
             cluster.watch_schedules(parts.scheduler.reload_soon)
@@ -272,6 +271,7 @@ async def _recover_busy(parts: _Parts, execution_ids: list[str]) -> None:
         await parts.supervisor.recover_busy(execution_ids)
     finally:
         parts.sessions.recovering = False
+    await parts.starter.flow.promote_all()  # what slots freed while it was down let start
 
 
 async def _load_the_rest(parts: _Parts) -> None:

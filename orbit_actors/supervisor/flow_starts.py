@@ -101,8 +101,14 @@ class FlowStarts:
         self._nursery.start_soon(self._promote_guarded, key, limit)
 
     async def promote_all(self) -> None:
-        """After a restart: promote what every key with queued executions has room for."""
-        for key in await self._store.queued_keys():
+        """After a restart or a takeover: promote what every key with queued executions has
+        room for (a store error leaves it to the next end of each key)."""
+        try:
+            keys = await self._store.queued_keys()
+        except StorageError as exc:
+            log.warning("queued executions not looked for: %s", exc)
+            return
+        for key in keys:
             self._nursery.start_soon(self._promote_guarded, key, None)
 
     async def _promote_guarded(self, key: str, limit: int | None) -> None:
