@@ -235,8 +235,9 @@ class Store(Protocol):
         """How many executions have each status."""
         ...
 
-    async def flow_slots(self, key: str) -> FlowSlots:
-        """The running and queued executions of concurrency key ``key``, oldest first."""
+    async def flow_slots(self, key: str, queued_limit: int | None = None) -> FlowSlots:
+        """The running and queued executions of concurrency key ``key``, oldest first (the
+        first ``queued_limit`` queued ones only, when given: a key may have many)."""
         ...
 
     async def queued_keys(self) -> list[str]:

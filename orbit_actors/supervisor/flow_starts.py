@@ -52,6 +52,7 @@ class FlowStarts:
         self._load = load
         self._now_ms = now_ms
         self._promoting: dict[str, trio.Lock] = {}  # one promoter per key on this server
+        self._wanted: set[str] = set()  # keys to look at again once their promoter is done
         # how a replaced execution is cancelled: here by default; the runtime routes it to the
         # server that owns it when several share the store
         self.cancel: Callable[[str, str], Awaitable[None]] = self._registry.cancel_quietly
@@ -87,7 +88,7 @@ class FlowStarts:
     async def _replace(
         self, definition: CompiledDefinition, events: list[Event], key: str, plan: ConcurrencyPlan
     ) -> None:
-        oldest = (await self._store.flow_slots(key)).running
+        oldest = (await self._store.flow_slots(key, queued_limit=0)).running
         admit = Admission(key, plan.limit, over_limit=True)
         await self._create(definition, events, admit)
         created = events[0]
@@ -97,7 +98,12 @@ class FlowStarts:
 
     # -- promotions -------------------------------------------------------------------------
     def promote_soon(self, key: str, limit: int) -> None:
-        """Start queued executions of ``key`` while it has room (in the background)."""
+        """Start queued executions of ``key`` while it has room (in the background). Calls for
+        a key whose promoter runs are folded into one more look when it is done, so a burst
+        of ends or queued starts costs one read each, not one each per waiting execution."""
+        if key in self._promoting:
+            self._wanted.add(key)
+            return
         self._nursery.start_soon(self._promote_guarded, key, limit)
 
     async def promote_all(self) -> None:
@@ -121,11 +127,25 @@ class FlowStarts:
         """Start the oldest queued executions of ``key`` while its slots allow; a slot taken
         meanwhile (here or on another server) ends it."""
         lock = self._promoting.setdefault(key, trio.Lock())
-        async with lock:
-            while await self._promote_one(key, limit):
-                pass
-            if not lock.statistics().tasks_waiting:
-                self._promoting.pop(key, None)
+        try:
+            async with lock:
+                again = True
+                while again:
+                    self._wanted.discard(key)
+                    while await self._promote_one(key, limit):
+                        pass
+                    again = key in self._wanted
+        finally:
+            self._done_with(key, lock)
+
+    def _done_with(self, key: str, lock: trio.Lock) -> None:
+        """Forget ``key``'s lock once nobody waits for it; a look asked for meanwhile runs."""
+        if lock.statistics().tasks_waiting:
+            return
+        self._promoting.pop(key, None)
+        if key in self._wanted:
+            self._wanted.discard(key)
+            self._nursery.start_soon(self._promote_guarded, key, None)
 
     async def cancel_queued(self, execution_id: str, reason: str) -> None:
         """Cancel a queued execution: it ends ``cancelled`` without having started, and its
@@ -134,7 +154,14 @@ class FlowStarts:
         created = history[0] if history else None
         if not isinstance(created, WorkflowCreated) or created.flow is None:
             raise ExecutionQueuedError(execution_id)
-        lock = self._promoting.setdefault(created.flow.key or "", trio.Lock())
+        key = created.flow.key or ""
+        lock = self._promoting.setdefault(key, trio.Lock())
+        try:
+            await self._cancel_queued(execution_id, reason, lock)
+        finally:
+            self._done_with(key, lock)
+
+    async def _cancel_queued(self, execution_id: str, reason: str, lock: trio.Lock) -> None:
         async with lock:  # not while this server promotes it
             history = await self._store.history(execution_id)
             state, definition = await self._load.with_history(execution_id, history)
@@ -147,12 +174,12 @@ class FlowStarts:
             ]
             final = replay([*history, *ended])
             row = row_of(final)
-            row.started_at_ms, row.busy = created.timestamp_ms, False
+            row.started_at_ms, row.busy = history[0].timestamp_ms, False
             await self._store.commit(Commit(row, ended))
         self._supervisor.finished(final, definition)
 
     async def _promote_one(self, key: str, limit: int | None) -> bool:
-        slots = await self._store.flow_slots(key)
+        slots = await self._store.flow_slots(key, queued_limit=1)
         if not slots.queued or (limit is not None and len(slots.running) >= limit):
             return False
         execution_id = slots.queued[0]

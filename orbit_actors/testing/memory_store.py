@@ -129,13 +129,14 @@ class MemoryStore:
         else:
             slots[execution_id] = change  # a dict keeps arrival order; a promotion keeps its place
 
-    async def flow_slots(self, key: str) -> FlowSlots:
+    async def flow_slots(self, key: str, queued_limit: int | None = None) -> FlowSlots:
         """The running and queued executions of ``key``, oldest first."""
         await trio.lowlevel.checkpoint()
         slots = self._slots.get(key, {})
+        queued = [i for i, state in slots.items() if state == "queued"]
         return FlowSlots(
             running=[i for i, state in slots.items() if state == "running"],
-            queued=[i for i, state in slots.items() if state == "queued"],
+            queued=queued[:queued_limit] if queued_limit is not None else queued,
         )
 
     async def queued_keys(self) -> list[str]:

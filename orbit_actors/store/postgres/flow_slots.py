@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import Admission, Commit, FlowSlots
+from ..base import Admission, Commit
 from ..flow_slots import admits, slot_change
 from .schema import Conn
 
@@ -54,13 +54,6 @@ def take_slot(conn: Conn, commit: Commit) -> None:
         )
 
 
-SLOTS = "SELECT execution_id, state FROM flow_slots WHERE key = %s ORDER BY ord"
+# a NULL limit is no limit
+SLOTS = "SELECT execution_id FROM flow_slots WHERE key = %s AND state = %s ORDER BY ord LIMIT %s"
 QUEUED_KEYS = "SELECT DISTINCT key FROM flow_slots WHERE state = 'queued' ORDER BY key"
-
-
-def slots_of(rows: list[tuple[str, str]]) -> FlowSlots:
-    """The slots read by :data:`SLOTS`."""
-    return FlowSlots(
-        running=[i for i, state in rows if state == "running"],
-        queued=[i for i, state in rows if state == "queued"],
-    )

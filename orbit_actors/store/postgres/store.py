@@ -38,7 +38,7 @@ from ..rules import WorkerTouches
 from . import records
 from .cluster import PostgresCluster
 from .commits import ROW_COLUMNS, CommitBatcher, Owner
-from .flow_slots import QUEUED_KEYS, SLOTS, slots_of
+from .flow_slots import QUEUED_KEYS, SLOTS
 from .schema import Conn, connect, describe, one_line, prepare
 from .writer import PostgresEngine
 
@@ -228,9 +228,12 @@ class PostgresStore:
         rows = await self._rows("SELECT status, COUNT(*) FROM executions GROUP BY status")
         return {status: count for status, count in rows}
 
-    async def flow_slots(self, key: str) -> FlowSlots:
-        """The running and queued executions of concurrency key ``key``, oldest first."""
-        return slots_of([(i, state) for i, state in await self._rows(SLOTS, key)])
+    async def flow_slots(self, key: str, queued_limit: int | None = None) -> FlowSlots:
+        """The running and queued executions of concurrency key ``key``, oldest first (the
+        first ``queued_limit`` queued ones, when given)."""
+        running = await self._rows(SLOTS, key, "running", None)
+        queued = await self._rows(SLOTS, key, "queued", queued_limit)
+        return FlowSlots(running=[i for (i,) in running], queued=[i for (i,) in queued])
 
     async def queued_keys(self) -> list[str]:
         """Every concurrency key with queued executions."""

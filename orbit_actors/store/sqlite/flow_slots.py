@@ -34,15 +34,13 @@ def take_slot(conn: sqlite3.Connection, commit: Commit) -> None:
         )
 
 
-def read_slots(conn: sqlite3.Connection, key: str) -> FlowSlots:
-    """The running and queued executions of ``key``, oldest first."""
-    rows = conn.execute(
-        "SELECT execution_id, state FROM flow_slots WHERE key = ? ORDER BY ord", (key,)
-    ).fetchall()
-    return FlowSlots(
-        running=[i for i, state in rows if state == "running"],
-        queued=[i for i, state in rows if state == "queued"],
-    )
+def read_slots(conn: sqlite3.Connection, key: str, queued_limit: int | None) -> FlowSlots:
+    """The running and queued executions of ``key``, oldest first (up to ``queued_limit``
+    queued ones; -1 is SQLite's "no limit")."""
+    query = "SELECT execution_id FROM flow_slots WHERE key = ? AND state = ? ORDER BY ord LIMIT ?"
+    running = conn.execute(query, (key, "running", -1)).fetchall()
+    queued = conn.execute(query, (key, "queued", -1 if queued_limit is None else queued_limit))
+    return FlowSlots(running=[i for (i,) in running], queued=[i for (i,) in queued.fetchall()])
 
 
 def read_queued_keys(conn: sqlite3.Connection) -> list[str]:

@@ -206,9 +206,10 @@ class SqliteStore:
         )
         return {status: count for status, count in rows}
 
-    async def flow_slots(self, key: str) -> FlowSlots:
-        """The running and queued executions of concurrency key ``key``, oldest first."""
-        return await self._read(lambda c: read_slots(c, key))
+    async def flow_slots(self, key: str, queued_limit: int | None = None) -> FlowSlots:
+        """The running and queued executions of concurrency key ``key``, oldest first (the
+        first ``queued_limit`` queued ones, when given)."""
+        return await self._read(lambda c: read_slots(c, key, queued_limit))
 
     async def queued_keys(self) -> list[str]:
         """Every concurrency key with queued executions."""
