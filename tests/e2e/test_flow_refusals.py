@@ -96,4 +96,4 @@ def test_a_start_records_its_priority_and_key(api: httpx.Client) -> None:
     body = {"workflow": "flowed", "execution_id": "ok-1", "input": {"customer": 7, "tier": "gold"}}
     assert api.post("/v1/executions", json=body).status_code == 201
     created = api.get("/v1/executions/ok-1/history").json()["events"][0]
-    assert created["flow"] == {"priority": 1, "key": "7"}
+    assert created["flow"] == {"priority": 1, "key": "7", "rate_keys": {"charge": "7"}}
