@@ -52,8 +52,3 @@ def take_slot(conn: Conn, commit: Commit) -> None:
             "ON CONFLICT (execution_id) DO UPDATE SET state = excluded.state",
             (row.execution_id, row.flow_key, change),
         )
-
-
-# a NULL limit is no limit
-SLOTS = "SELECT execution_id FROM flow_slots WHERE key = %s AND state = %s ORDER BY ord LIMIT %s"
-QUEUED_KEYS = "SELECT DISTINCT key FROM flow_slots WHERE state = 'queued' ORDER BY key"

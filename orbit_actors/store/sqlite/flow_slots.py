@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..base import Admission, Commit, FlowSlots
+from ..base import Admission, Commit
 from ..flow_slots import admits, slot_change
 
 
@@ -32,20 +32,3 @@ def take_slot(conn: sqlite3.Connection, commit: Commit) -> None:
             "ON CONFLICT (execution_id) DO UPDATE SET state = excluded.state",
             (row.execution_id, row.flow_key, change),
         )
-
-
-def read_slots(conn: sqlite3.Connection, key: str, queued_limit: int | None) -> FlowSlots:
-    """The running and queued executions of ``key``, oldest first (up to ``queued_limit``
-    queued ones; -1 is SQLite's "no limit")."""
-    query = "SELECT execution_id FROM flow_slots WHERE key = ? AND state = ? ORDER BY ord LIMIT ?"
-    running = conn.execute(query, (key, "running", -1)).fetchall()
-    queued = conn.execute(query, (key, "queued", -1 if queued_limit is None else queued_limit))
-    return FlowSlots(running=[i for (i,) in running], queued=[i for (i,) in queued.fetchall()])
-
-
-def read_queued_keys(conn: sqlite3.Connection) -> list[str]:
-    """Every key with queued executions."""
-    rows = conn.execute(
-        "SELECT DISTINCT key FROM flow_slots WHERE state = 'queued' ORDER BY key"
-    ).fetchall()
-    return [key for (key,) in rows]
