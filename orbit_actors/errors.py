@@ -9,6 +9,9 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
     ├── DefinitionConflictError    DEFINITION_CONFLICT     409
     ├── WorkflowNotFoundError      WORKFLOW_NOT_FOUND      404
     ├── InvalidInputError          INVALID_INPUT           400
+    ├── FlowKeyError               FLOW_KEY_ERROR          400  (a concurrency key at start)
+    ├── ConcurrencyLimitError      CONCURRENCY_LIMIT       409  (``on_full: skip``)
+    ├── ExecutionQueuedError       EXECUTION_QUEUED        409  (waits for a concurrency slot)
     ├── InvalidExecutionIdError    INVALID_EXECUTION_ID    400
     ├── InvalidRequestError        INVALID_REQUEST         400
     ├── ExecutionExistsError       EXECUTION_EXISTS        409
@@ -137,6 +140,31 @@ class InvalidInputError(OrbitError):
     """An execution's input does not match the workflow's input schema."""
 
     code, status = "INVALID_INPUT", 400
+
+
+class FlowKeyError(OrbitError):
+    """A flow key evaluated, at start, to something other than a string or a number."""
+
+    code, status = "FLOW_KEY_ERROR", 400
+
+
+class ConcurrencyLimitError(OrbitError):
+    """A start beyond its concurrency key's limit, with ``on_full: skip``: nothing created."""
+
+    code, status = "CONCURRENCY_LIMIT", 409
+
+
+class ExecutionQueuedError(OrbitError):
+    """The execution is queued for a slot of its concurrency key: it takes signals, queries
+    and results once it starts (a cancel drops it)."""
+
+    code, status = "EXECUTION_QUEUED", 409
+
+    def __init__(self, execution_id: str) -> None:
+        super().__init__(
+            f"execution `{execution_id}` is queued: it waits for a slot of its concurrency key "
+            "and takes signals once it starts (cancel it to drop it)"
+        )
 
 
 class InvalidExecutionIdError(OrbitError):

@@ -26,6 +26,7 @@ from .actors.clock import Clock
 from .actors.execution import ExecutionPorts, Passivation
 from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
+from .actors.rate_windows import serve_rate_windows
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
 from .actors.task_board import TaskBoard, waiting_counts
@@ -151,6 +152,7 @@ async def open_runtime(
     async with trio.open_nursery() as nursery:
         parts = _wire(nursery, store, config, clock, definitions, tracer, cluster, address)
         await nursery.start(parts.sessions.serve)
+        await nursery.start(serve_rate_windows, parts.pool.rates, parts.pool.release_due, clock)
         first = await store.wake_index(due_by_ms=clock.now_ms() + INDEX_HORIZON_MS)
         parts.registry.begin_loading(first)
         await nursery.start(parts.registry.dormant.run)
@@ -181,6 +183,8 @@ def _adopt(nursery: trio.Nursery, parts: _Parts, taken: Takeover) -> None:
     brought back in the background (their workers' attempts turn uncertain)."""
     if taken.servers:
         parts.scheduler.reload_soon()  # the claims the dead servers held are released
+        # a dead server may have freed a slot and died before starting the next queued one
+        nursery.start_soon(parts.starter.flow.promote_all)
     if taken.executions:
         parts.registry.dormant.load(taken.executions)
         busy = [e.execution_id for e in taken.executions if e.busy]
@@ -243,6 +247,7 @@ def _wire(
 
     def finished(state: ExecutionState, definition: CompiledDefinition) -> None:
         waiters.finished(state, definition)
+        starter.finished(state, definition)
         if state.parent is not None:
             registry.tell_child_ended(state)
 
@@ -283,6 +288,7 @@ def _wire(
     )
     router.routes = routes(
         registry, supervisor.resume, waiters.wait, sharing or Remote(),
+        starter.flow.cancel_queued,
         migrate=migrate_here(definitions, registry),
     )  # fmt: skip
     membership = Membership(
@@ -302,6 +308,7 @@ async def _recover_busy(parts: _Parts, execution_ids: list[str]) -> None:
         await parts.supervisor.recover_busy(execution_ids)
     finally:
         parts.sessions.recovering = False
+    await parts.starter.flow.promote_all()  # what slots freed while it was down let start
 
 
 async def _load_the_rest(parts: _Parts) -> None:
@@ -376,6 +383,7 @@ class Runtime:
             self._forget,
         )  # fmt: skip
         self._starter = parts.starter
+        parts.starter.flow.cancel = self._cancel_quietly
         self._load = parts.load
         self.membership = parts.membership
         self._forwarder = parts.membership.forwarder
@@ -460,6 +468,11 @@ class Runtime:
         return await self._rerunner.rerun(
             execution_id, from_step=from_step, input=input, version=version, dry_run=dry_run
         )
+
+    async def _cancel_quietly(self, execution_id: str, reason: str) -> None:
+        """Cancel an execution wherever it runs, if it still runs."""
+        with suppress(OrbitError):
+            await self.cancel(execution_id, reason)
 
     async def query(self, execution_id: str, name: str) -> Any:
         """Evaluate a query against the current (or final) state."""

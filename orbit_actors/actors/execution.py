@@ -40,7 +40,7 @@ from ..history.events import Event, StepDispatched
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
-from ..store.base import AlreadyStored, Commit, ExecutionRow, Store
+from ..store.base import Admission, AlreadyStored, Commit, ConcurrencyFull, ExecutionRow, Store
 from ..views import ExecutionDetail, describe, row_of
 from ..wire.messages import Task
 from . import commands as cmd
@@ -162,16 +162,20 @@ class ExecutionActor:
         self,
         created: list[Event] | None = None,
         *,
+        admit: Admission | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Pick up what the state holds (then report started), then serve commands and wake-ups
         until the end. ``created`` are the first events of a new execution, already applied to
         the state and not yet stored: they are committed with the first decisions, and a taken
-        id raises :class:`AlreadyStored` before the actor reports started."""
+        id raises :class:`AlreadyStored` before the actor reports started. With ``admit`` that
+        commit takes a slot of a concurrency key (a queued execution's, when promoting) or
+        raises :class:`ConcurrencyFull`."""
         if created is None:
             await self.resume()
         else:
-            await self._settle(created, create=True)
+            create = admit is None or not admit.promoting
+            await self._settle(created, create=create, admit=admit)
             created.clear()  # the caller's frames keep the list for the actor's whole life
         self.started = True
         task_status.started()
@@ -279,12 +283,13 @@ class ExecutionActor:
 
     async def _on_offer(self, c: cmd.OfferDispatch) -> None:
         crash_point("answer-before-dispatch")
+        now = self._now()
         events = pure.dispatch(
             self.state, self.definition, c.key, attempt=c.attempt, token=c.token,
-            worker_id=c.worker_id, session=c.session_id, now=self._now(),
+            worker_id=c.worker_id, session=c.session_id, now=now,
         )  # fmt: skip
         pool = self.ports.pool
-        if events is None:
+        if events is None or (self.definition.flow.rate_limits and not self._rated(c.key, now)):
             pool.release(c.token)
             return
         try:
@@ -296,6 +301,14 @@ class ExecutionActor:
         dispatched = events[0]
         if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
             pool.push(self._task(found, dispatched.token, dispatched.deadline_ms), self._now())
+
+    def _rated(self, key: str, now: int) -> bool:
+        """Count a dispatch of unit ``key`` against its rate limit (False: over it, and the
+        pool keeps the unit until the limit allows one)."""
+        found = invocation(self.state, self.definition, key)
+        if not isinstance(found, TaskInvocation):
+            return True
+        return self.ports.pool.take_rate(self.execution_id, found, now)
 
     async def _on_remote_offer(self, c: cmd.RemoteOffer) -> Task | None:
         """A unit claimed by another server for its worker: dispatched to that worker's session
@@ -365,7 +378,12 @@ class ExecutionActor:
         return await self._settle(command_events, reported)
 
     async def _settle(
-        self, applied: list[Event], reported: str | None = None, *, create: bool = False
+        self,
+        applied: list[Event],
+        reported: str | None = None,
+        *,
+        create: bool = False,
+        admit: Admission | None = None,
     ) -> list[Event]:
         """Decide to the fixpoint after ``applied`` (already in the state), commit, publish."""
         state = self.state
@@ -376,8 +394,8 @@ class ExecutionActor:
         claimed = self._claim_free_workers(batch)
         pool = self.ports.pool
         try:
-            await self._commit(Commit(self._row(state), batch, create=create))
-        except (StorageError, AlreadyStored):
+            await self._commit(Commit(self._row(state), batch, create=create, admit=admit))
+        except (StorageError, AlreadyStored, ConcurrencyFull):
             for task in claimed:
                 pool.release(task.token)
             raise

@@ -25,8 +25,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..decide.invocation import TaskInvocation
+from ..decide.invocation import RateTake, TaskInvocation
 from ..wire import messages as wire
+from .clock import system_ms
+from .flow_queue import DEFAULT_PRIORITY, RANK_SHIFT, FlowQueue, rank
+from .rate_windows import RateWindows
 
 QueueKey = tuple[str, str, str | None]
 Send = Callable[[wire.ServerMessage], None]
@@ -97,6 +100,8 @@ class _Ready:
     spilled: bool = False  # this server's unit, published to the shared queue while it waits
     since_ms: int = 0  # when it was queued
     withdrawn: bool = False  # its attempt ended while it waited: skipped when reached
+    flow_key: str | None = None  # its execution's concurrency key (flow_queue.py)
+    rate: RateTake | None = None  # the rate limit its dispatch counts against (rate_windows.py)
 
 
 @dataclass(eq=False)
@@ -142,6 +147,11 @@ class WorkerPort(Protocol):
         """A reservation was not used (stale offer, failed commit): its slot is free."""
         ...
 
+    def take_rate(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> bool:
+        """Count an offered unit's dispatch against its rate limit; False: over it (the pool
+        keeps the unit and offers it again once the limit allows)."""
+        ...
+
     def push(self, task: wire.Task, now_ms: int) -> None:
         """The reserved token's ``StepDispatched`` is durable: send the task to its session."""
         ...
@@ -169,16 +179,18 @@ class WorkerPool:
         self,
         offer: Callable[[Offer], str | None],
         sharing: Sharing | None = None,
-        now_ms: Callable[[], int] = lambda: 0,
+        now_ms: Callable[[], int] = system_ms,
     ) -> None:
         self._offer = offer
         self.sharing = sharing
         self._now_ms = now_ms
-        self._queues: dict[QueueKey, deque[_Ready]] = {}
+        self.rates: RateWindows[tuple[_Ready, QueueKey]] = RateWindows()
+        self._rate_limited: dict[tuple[str, str], RateTake] = {}  # parked: (execution, unit)
+        self._queues: dict[QueueKey, deque[_Ready] | FlowQueue[_Ready]] = {}
         self._servers: dict[QueueKey, dict[str, None]] = {}  # sessions taking work, per queue
         self._members: dict[str, _Member] = {}
         self._held: dict[str, Held] = {}  # every token held, by token
-        self._order = itertools.count()
+        self._order = itertools.count(rank(DEFAULT_PRIORITY, 0))  # plain units: priority 5
         self._queued: dict[tuple[str, str, int], _Ready] = {}  # this server's units queued
         self._withdrawn: dict[QueueKey, int] = {}  # withdrawn units still in each queue
 
@@ -188,15 +200,30 @@ class WorkerPool:
         key = queue_key(unit.task_name, unit.contract_version, unit.language)
         ready = _Ready(next(self._order), execution_id, unit.key, unit.attempt)
         ready.since_ms = self._now_ms()
+        flow = unit.flow
+        if flow is not None:
+            ready.order += (flow.priority - DEFAULT_PRIORITY) << RANK_SHIFT
+            ready.flow_key, ready.rate = flow.key, unit.rate
         for session_id in self._servers.get(key, ()):
             if self._members[session_id].free > 0:
-                self._hand(ready, session_id)
+                if ready.rate is None or self._within_rate(ready, key):
+                    self._hand(ready, session_id)
                 return
-        self._queues.setdefault(key, deque()).append(ready)
+        if flow is None:
+            self._queues.setdefault(key, deque()).append(ready)
+        else:
+            self._flow_queue(key).append(ready)
         self._queued[(execution_id, unit.key, unit.attempt)] = ready
         if self.sharing is not None:
             ready.spilled = True
             self.sharing.spilled(execution_id, unit)
+
+    def _flow_queue(self, key: QueueKey) -> FlowQueue[_Ready]:
+        """The queue ``key`` ordered by flow control (a plain one becomes one)."""
+        queue = self._queues.get(key)
+        if not isinstance(queue, FlowQueue):
+            queue = self._queues[key] = FlowQueue(queue)
+        return queue
 
     def enqueue_remote(self, execution_id: str, key: str, attempt: int, queue: QueueKey) -> None:
         """A unit claimed from the shared queue for a session here (another server owns it)."""
@@ -241,6 +268,8 @@ class WorkerPool:
         for session_id in self._servers.get(key, ()):
             member = self._members[session_id]
             if member.free > 0:
+                if unit.rate is not None and not self.rates.take(unit.rate, now_ms):
+                    return None  # it is enqueued next, and waits there for its window
                 self._reserve(member, session_id, token, now_ms)
                 return session_id, member.worker_id
         return None
@@ -415,7 +444,7 @@ class WorkerPool:
         """Give a session the oldest units it can serve while it has room."""
         member = self._members.get(session_id)
         while member is not None and member.free > 0:
-            best: deque[_Ready] | None = None
+            best: deque[_Ready] | FlowQueue[_Ready] | None = None
             best_key: QueueKey | None = None
             for key in member.queues:
                 queue = self._queues.get(key)
@@ -430,8 +459,53 @@ class WorkerPool:
                 self._withdrawn[best_key] -= 1
                 continue
             self._queued.pop((ready.execution_id, ready.key, ready.attempt), None)
-            self._hand(ready, session_id)
+            if ready.rate is None or self._within_rate(ready, best_key):
+                self._hand(ready, session_id)
             member = self._members.get(session_id)
+
+    # -- rate limits ------------------------------------------------------------------------
+    def _within_rate(self, ready: _Ready, key: QueueKey) -> bool:
+        """True when ``ready`` may be offered now (its actor counts the dispatch: see
+        :meth:`take_rate`); otherwise it is parked until its rate limit allows one."""
+        assert ready.rate is not None
+        now = self._now_ms()
+        if self.rates.allows(ready.rate, now):
+            return True
+        self._park(ready, key, ready.rate, now)
+        return False
+
+    def _park(self, ready: _Ready, key: QueueKey, rate: RateTake, now_ms: int) -> None:
+        self.rates.park((ready, key), rate, now_ms)
+        self._rate_limited[(ready.execution_id, ready.key)] = rate
+
+    def take_rate(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> bool:
+        """Count an offered unit's dispatch at ``now_ms`` (the instant its ``StepDispatched``
+        records); False when over its rate limit: it is parked, to be offered again later."""
+        rate = unit.rate
+        if rate is None or self.rates.take(rate, now_ms):
+            return True
+        key = queue_key(unit.task_name, unit.contract_version, unit.language)
+        ready = _Ready(next(self._order), execution_id, unit.key, unit.attempt, rate=rate)
+        if unit.flow is not None:
+            ready.order += (unit.flow.priority - DEFAULT_PRIORITY) << RANK_SHIFT
+            ready.flow_key = unit.flow.key
+        self._park(ready, key, rate, now_ms)
+        return False
+
+    def release_due(self, now_ms: int) -> None:
+        """Queue again the units whose rate window has opened, and hand them out."""
+        touched: set[QueueKey] = set()
+        for ready, key in self.rates.due(now_ms):
+            self._rate_limited.pop((ready.execution_id, ready.key), None)
+            self._flow_queue(key).append(ready)
+            touched.add(key)
+        for key in touched:
+            for session_id in list(self._servers.get(key, ())):
+                self.fill(session_id)
+
+    def rate_limited(self, execution_id: str, unit_key: str) -> RateTake | None:
+        """The rate limit a unit waits for (None: it does not wait for one)."""
+        return self._rate_limited.get((execution_id, unit_key))
 
     # -- inside -----------------------------------------------------------------------------
     def _hand(self, ready: _Ready, session_id: str) -> None:

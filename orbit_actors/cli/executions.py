@@ -157,8 +157,8 @@ def _now_ms() -> int:
     example="orbit list\norbit list --status failed --workflow order-saga --limit 10",
 )  # fmt: skip
 @click.option("--status", metavar="S",
-              help="Only executions in this status (running, completed, failed, cancelled, "
-                   "timed_out, terminated). Example: --status failed")  # fmt: skip
+              help="Only executions in this status (queued, running, completed, failed, "
+                   "cancelled, timed_out, terminated). Example: --status failed")  # fmt: skip
 @click.option("--workflow", metavar="W", help="Only this workflow. Example: --workflow order-saga")
 @click.option("--limit", type=int, default=50, show_default=True,
               help="At most this many. Example: --limit 10")  # fmt: skip

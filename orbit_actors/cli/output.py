@@ -23,7 +23,8 @@ STATUS_STYLES: Final = {
     "completed": "green", "succeeded": "green", "online": "green", "active": "green",
     "created": "green", "resumed": "green",
     "failed": "red", "timed_out": "red", "terminated": "red", "offline": "dim", "expired": "dim",
-    "cancelled": "yellow", "compensated": "yellow", "paused": "yellow", "quarantined": "red",
+    "cancelled": "yellow", "queued": "yellow", "compensated": "yellow", "paused": "yellow",
+    "quarantined": "red",
     "running": "cyan", "scheduled": "cyan", "dispatched": "cyan", "waiting": "cyan",
     "pending": "dim", "skipped": "dim", "not run": "dim", "unchanged": "dim", "ok": "green",
 }  # fmt: skip

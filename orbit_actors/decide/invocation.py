@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..history.events import StartFlow
 from ..history.state import ExecutionState, Unit, UnitKey
 from ..ir.plan import CompiledDefinition, StepPlan
 from ..ir.schema import Schema
@@ -27,6 +28,19 @@ class TaskInvocation:
     attempt: int
     redelivery: bool
     timeout_ms: int | None
+    flow: StartFlow | None = None  # its execution's priority and concurrency key
+    rate: RateTake | None = None  # the rate limit its dispatch counts against
+
+
+@dataclass(frozen=True)
+class RateTake:
+    """A dispatch of ``task`` counts against at most ``limit`` per ``per_ms`` window of
+    ``key``."""
+
+    task: str
+    key: str
+    limit: int
+    per_ms: int
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,7 @@ def invocation(
         return TaskInvocation(
             key, task, contract.version, _language(plan, unit) or contract.language, unit.input,
             unit.idempotency_key, unit.attempt, unit.redelivery, unit_timeout_ms(definition, unit),
+            state.flow, _rate(definition, state, task),
         )  # fmt: skip
     if kind == "http":
         request = unit.input if isinstance(unit.input, dict) else {}
@@ -155,3 +170,14 @@ def child_execution_id(parent_id: str, run: int, unit_key: str) -> str:
     if parsed.index is not None:
         part += f".{parsed.index}"
     return f"{base}.{part}"
+
+
+def _rate(definition: CompiledDefinition, state: ExecutionState, task: str) -> RateTake | None:
+    """The rate limit a dispatch of ``task`` counts against (its key fixed at start)."""
+    plans = definition.flow.rate_limits
+    if not plans or state.flow is None or not state.flow.rate_keys:
+        return None
+    plan, key = plans.get(task), state.flow.rate_keys.get(task)
+    if plan is None or key is None:
+        return None
+    return RateTake(task, key, plan.limit, plan.per_ms)

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import (
     ExecutionFinishedError,
+    FlowKeyError,
     ForbiddenError,
     InvalidExecutionIdError,
     InvalidInputError,
@@ -20,6 +21,7 @@ from ..errors import (
 )
 from ..history import events as ev
 from ..history.state import ExecutionState, Unit
+from ..ir import flow
 from ..ir.plan import CompiledDefinition
 from ..ir.schema import Schema, SchemaViolation, json_type_of, validate
 from .context import abort_cause, error, payload_bytes
@@ -88,8 +90,24 @@ def start_run(
         seq=1, timestamp_ms=now, execution_id=execution_id, workflow=definition.name,
         version=definition.version, definition_hash=definition.definition_hash, input=value,
         limits=limits, parent=parent, schedule_id=schedule_id, run=run,
+        flow=start_flow(definition, value),
     )  # fmt: skip
     return [created, ev.WorkflowStarted(seq=2, timestamp_ms=now)]
+
+
+def start_flow(definition: CompiledDefinition, input: dict[str, Any]) -> ev.StartFlow | None:
+    """The priority and concurrency key of a start (None when the definition declares no flow
+    control); raises InvalidInputError for a priority outside 1..9 and FlowKeyError for a key
+    that is not a string or a number."""
+    if not definition.flow.declared:
+        return None
+    try:
+        found = flow.evaluate_start(definition.flow, input)
+    except flow.FlowPriorityError as exc:
+        raise InvalidInputError(str(exc)) from None
+    except flow.FlowKeyError as exc:
+        raise FlowKeyError(str(exc)) from None
+    return ev.StartFlow(priority=found.priority, key=found.key, rate_keys=found.rate_keys)
 
 
 def validated_input(schema: Schema | None, value: Any, *, strict: bool) -> dict[str, Any]:
@@ -111,6 +129,7 @@ def next_run_events(state: ExecutionState, now: int) -> list[ev.Event]:
         seq=1, timestamp_ms=now, execution_id=state.execution_id, workflow=state.workflow,
         version=state.version, definition_hash=state.definition_hash, input=state.next_input,
         limits=state.limits, parent=state.parent, schedule_id=state.schedule_id, run=state.run + 1,
+        flow=state.flow,
     )  # fmt: skip
     out: list[ev.Event] = [created, ev.WorkflowStarted(seq=2, timestamp_ms=now)]
     waiting = sorted(seq for queue in state.undelivered.values() for seq in queue)

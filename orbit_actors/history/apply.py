@@ -62,6 +62,7 @@ def _on_created(state: ExecutionState, e: ev.WorkflowCreated) -> None:
     state.definition_hash, state.input, state.limits = e.definition_hash, e.input, e.limits
     state.parent, state.schedule_id, state.run = e.parent, e.schedule_id, e.run
     state.rerun_of = e.rerun_of
+    state.flow = e.flow
 
 
 def _on_started(state: ExecutionState, e: ev.WorkflowStarted) -> None:

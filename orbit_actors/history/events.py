@@ -65,6 +65,15 @@ class RerunOf(_Frozen):
     from_step: str
 
 
+class StartFlow(_Frozen):
+    """What a start's flow control evaluated to: the priority (1 first … 9) and the
+    concurrency key, when the definition declares one."""
+
+    priority: int = 5
+    key: str | None = _optional()
+    rate_keys: dict[str, str] | None = _optional()  # task → the key of its rate limit
+
+
 class WorkflowCreated(_Event):
     """The run exists: its definition, input and effective limits (and, for a rerun, the run it
     repeats)."""
@@ -80,6 +89,7 @@ class WorkflowCreated(_Event):
     schedule_id: str | None = _optional()
     run: int = 1
     rerun_of: RerunOf | None = _optional()
+    flow: StartFlow | None = _optional()
 
 
 class WorkflowStarted(_Event):

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .events import EffectiveLimits, ErrorInfo, ParentRef, RerunOf
+from .events import EffectiveLimits, ErrorInfo, ParentRef, RerunOf, StartFlow
 
 Role = Literal["main", "compensate", "handler"]
 UnitStatus = Literal[
@@ -174,6 +174,7 @@ class ExecutionState:
     parent: ParentRef | None = None
     schedule_id: str | None = None
     run: int = 1
+    flow: StartFlow | None = None  # priority and concurrency key, fixed at start
     created: bool = False
     started: bool = False
     started_at_ms: int | None = None

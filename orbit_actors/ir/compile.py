@@ -18,6 +18,7 @@ from .expressions import (
     compile_expression,
     compile_template,
 )
+from .flow import NO_FLOW, FlowPlan, compile_flow
 from .loader import Locator, Path, format_path
 from .models import (
     DEFAULT_RETRY,
@@ -81,6 +82,7 @@ def compile_definition(
         queries=checker.queries,
         output=checker.output,
         awaits=_awaits(plans),
+        flow=checker.flow,
     )
 
 
@@ -103,6 +105,7 @@ class _Checker:
         self.all_ids: set[str] = set()
         self.queries: dict[str, Expression] = {}
         self.output = compile_template({})
+        self.flow: FlowPlan = NO_FLOW
 
     def fail(self, path: Path, reason: str, near: str | None = None) -> None:
         self.problems.append(self.locator.problem(path, reason, near))
@@ -124,6 +127,9 @@ class _Checker:
                 if dep in plans:
                     plans[dep].dependents.append(plan.id)
         self._compile_queries_and_output()
+        self.flow, found = compile_flow(self.d)
+        for problem in found:
+            self.fail(problem.path, problem.reason)
         if self.problems:
             raise DefinitionError(self.problems)
         return plans

@@ -103,8 +103,69 @@ class Limits(_Model):
     max_payload_bytes: int | None = Field(default=None, ge=1)
 
 
+PRIORITY_RANGE = range(1, 10)
+"""Priorities run from 1 (dispatched first) to 9; 5 when a definition says none."""
+DEFAULT_PRIORITY = 5
+MIN_RATE_WINDOW_MS = 10
+
+
+def _at_least_one(value: int, name: str) -> int:
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1 (got {value})")
+    return value
+
+
+class FlowConcurrency(_Model):
+    """At most ``limit`` running executions per value of ``key``; ``on_full`` says what a start
+    beyond it does: ``queue`` it, ``skip`` it (409) or ``replace`` the oldest running one."""
+
+    key: str
+    limit: int
+    on_full: Literal["queue", "skip", "replace"] = "queue"
+
+    @field_validator("limit")
+    @classmethod
+    def _limit(cls, value: int) -> int:
+        return _at_least_one(value, "limit")
+
+
+class Flow(_Model):
+    """A workflow's flow control: its executions' priority and concurrency key."""
+
+    priority: int | str | None = None
+    concurrency: FlowConcurrency | None = None
+
+    @field_validator("priority")
+    @classmethod
+    def _priority(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value not in PRIORITY_RANGE:
+            raise ValueError(f"priority must be from 1 (first) to 9 (got {value})")
+        return value
+
+
+class RateLimit(_Model):
+    """At most ``limit`` dispatches of a task per ``per`` window per value of ``key``."""
+
+    key: str
+    limit: int
+    per: Duration
+
+    @field_validator("limit")
+    @classmethod
+    def _limit(cls, value: int) -> int:
+        return _at_least_one(value, "limit")
+
+    @field_validator("per")
+    @classmethod
+    def _per(cls, value: int) -> int:
+        if value < MIN_RATE_WINDOW_MS:
+            raise ValueError(f"per must be at least 10ms (got {value}ms)")
+        return value
+
+
 class TaskContract(_Model):
-    """A task the workflow calls: ``name@version``, an optional output schema and language."""
+    """A task the workflow calls: ``name@version``, an optional output schema and language,
+    and an optional rate limit."""
 
     version: ContractVersion
     output: Schema | None = None
@@ -112,6 +173,7 @@ class TaskContract(_Model):
     schedule_to_start: Duration | None = None
     """How long a unit of this task may wait for a worker to take it before its attempt fails
     with the retryable ``SCHEDULE_TIMEOUT``."""
+    rate_limit: RateLimit | None = None
 
 
 class ChildContract(_Model):
@@ -276,6 +338,7 @@ class Definition(_Model):
     signals: dict[str, Schema | None] = Field(default_factory=dict)
     queries: dict[str, str] = Field(default_factory=dict)
     limits: Limits | None = None
+    flow: Flow | None = None
     timeout: Duration | None = None
     retention: Duration | None = None
     retry: RetryPolicy | None = None

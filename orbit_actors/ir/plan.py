@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import Literal
 
 from .expressions import Expression, Template
+from .flow import NO_FLOW, FlowPlan
 from .models import ChildContract, Definition, RetryPolicy, Step, TaskContract
 from .schema import Schema
 
@@ -90,6 +91,7 @@ class CompiledDefinition:
     default_schedule_to_start_ms: int | None = None
     """The server's ``--schedule-to-start``, for tasks that declare none (not part of the IR:
     each unit's deadline is recorded on its ``StepScheduled``, so replay never reads this)."""
+    flow: FlowPlan = NO_FLOW
 
     @property
     def name(self) -> str:

@@ -16,7 +16,7 @@ from ..history.events import Event
 
 PutOutcome = Literal["created", "unchanged", "conflict"]
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "timed_out", "terminated"})
-EXECUTION_STATUSES = frozenset({"running", *TERMINAL_STATUSES})
+EXECUTION_STATUSES = frozenset({"queued", "running", *TERMINAL_STATUSES})
 KEPT_CLAIMS = 100
 """Fired occurrence claims kept per schedule; older ones are settled (the scheduler never fires
 an occurrence at or before ``settled_ms``) and are deleted as new ones settle, so a schedule
@@ -61,6 +61,7 @@ class ExecutionRow:
     wake_at_ms: int | None = None  # when it next needs deciding on its own (decide/rest.py)
     busy: bool = True  # something in flight or ready: a restart brings it back at once
     paused: bool = False  # an operator paused it (operations.md, "Pause")
+    flow_key: str | None = None  # its concurrency key, when its definition declares one
 
 
 class WakeEntry(NamedTuple):
@@ -136,17 +137,48 @@ PURGE_BATCH = 20
 of the writer, so no commit waits long behind it."""
 
 
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A commit that starts an execution under a concurrency key is admitted only while the
+    key has fewer than ``limit`` running executions (counted in the commit's own transaction)
+    and, for a new start, none queued ahead of it; ``promoting`` starts a queued one (the queue
+    is its own); ``over_limit`` (``on_full: replace``) is admitted whatever the count."""
+
+    key: str
+    limit: int
+    promoting: bool = False
+    over_limit: bool = False
+
+
 @dataclass(slots=True)
 class Commit:
     """The events of one execution to append, with its summary row. With ``rollover``, run
     ``row.run - 1`` is archived and ``events`` are the first events of run ``row.run``. With
     ``create``, the commit starts a new execution and is refused with :class:`AlreadyStored`
-    (nothing written, nobody else's commit disturbed) when the id is taken."""
+    (nothing written, nobody else's commit disturbed) when the id is taken. With ``admit``, it
+    is refused with :class:`ConcurrencyFull` (nothing written) when its key is full."""
 
     row: ExecutionRow
     events: list[Event]
     rollover: bool = False
     create: bool = False
+    admit: Admission | None = None
+
+
+@dataclass(frozen=True)
+class FlowSlots:
+    """The executions of one concurrency key that hold or wait for a slot, oldest first."""
+
+    running: list[str]
+    queued: list[str]
+
+
+class ConcurrencyFull(Exception):
+    """An admitted commit's concurrency key had no free slot (or others queued ahead)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"concurrency key `{key}` is full")
+        self.key = key
 
 
 class StoreOpenError(StorageError):
@@ -235,6 +267,15 @@ class Store(Protocol):
 
     async def count_by_status(self) -> dict[str, int]:
         """How many executions have each status."""
+        ...
+
+    async def flow_slots(self, key: str, queued_limit: int | None = None) -> FlowSlots:
+        """The running and queued executions of concurrency key ``key``, oldest first (the
+        first ``queued_limit`` queued ones only, when given: a key may have many)."""
+        ...
+
+    async def queued_keys(self) -> list[str]:
+        """Every concurrency key with queued executions."""
         ...
 
     async def upsert_worker(self, record: WorkerRecord) -> None:

@@ -19,7 +19,7 @@ import trio
 from ..crashpoints import crash_point
 from ..errors import OwnershipLostError, StorageError
 from ..history.events import events_to_json
-from .base import AlreadyStored, Commit, StoreStatistics
+from .base import AlreadyStored, Commit, ConcurrencyFull, StoreStatistics
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -43,6 +43,7 @@ class CommitWork:
     events_json: str
     refused: bool = False
     fenced: bool = False
+    full: bool = False  # its ``admit`` found the concurrency key full
 
 
 class Batcher(Protocol[C_contra]):
@@ -172,6 +173,9 @@ class GroupWriter(Generic[C]):
             raise AlreadyStored(commit.row.execution_id)
         if work.fenced:
             raise OwnershipLostError(commit.row.execution_id)
+        if work.full:
+            assert commit.admit is not None
+            raise ConcurrencyFull(commit.admit.key)
 
     def _run(self) -> None:
         try:

@@ -15,6 +15,7 @@ from .base import (
     DefinitionRecord,
     ExecutionPage,
     ExecutionRow,
+    FlowSlots,
     Purged,
     PutDefinition,
     PutOutcome,
@@ -137,6 +138,23 @@ class SqlStore(Generic[C]):
 
     async def reclaim(self) -> None:
         """The database reuses the space rows leave (nothing to do unless the engine says)."""
+
+    # -- concurrency slots (store/flow_slots.py) --------------------------------------------
+    async def flow_slots(self, key: str, queued_limit: int | None = None) -> FlowSlots:
+        """The running and queued executions of concurrency key ``key``, oldest first (the
+        first ``queued_limit`` queued ones, when given: a key may have many)."""
+        query = "SELECT execution_id FROM flow_slots WHERE key = ? AND state = ? ORDER BY ord"
+        running = await self._rows(query, key, "running")
+        limit = "" if queued_limit is None else f" LIMIT {int(queued_limit)}"
+        queued = await self._rows(query + limit, key, "queued")
+        return FlowSlots(running=[i for (i,) in running], queued=[i for (i,) in queued])
+
+    async def queued_keys(self) -> list[str]:
+        """Every concurrency key with queued executions."""
+        rows = await self._rows(
+            "SELECT DISTINCT key FROM flow_slots WHERE state = 'queued' ORDER BY key"
+        )
+        return [key for (key,) in rows]
 
     # -- workers --------------------------------------------------------------------------
     async def upsert_worker(self, record: WorkerRecord) -> None:

@@ -33,6 +33,7 @@ from ..errors import (
     ActorGoneError,
     ExecutionFinishedError,
     ExecutionNotFoundError,
+    ExecutionQueuedError,
     MailboxFullError,
     NotHereError,
     OrbitError,
@@ -223,6 +224,8 @@ class Registry:
             except ActorGoneError:
                 pass  # it finished meanwhile: the stored row says how
         row = await self.row(execution_id)
+        if row.status == "queued":
+            raise ExecutionQueuedError(execution_id)
         if row.status != "running":
             raise ExecutionFinishedError(row.status)
         raise NotHereError(execution_id)

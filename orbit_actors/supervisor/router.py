@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from ..actors import commands as cmd
 from ..actors.execution import execution_of
 from ..decide.transitions import Verdict
-from ..errors import OrbitError
+from ..errors import ExecutionQueuedError, OrbitError
 from ..history.events import ErrorInfo
 from ..mailbox import Reply
 from ..store.cluster import Owner
@@ -164,18 +164,25 @@ def routes(
     resume: Callable[[str], Awaitable[None]],
     wait: Callable[[str, float], Awaitable[ExecutionResult]],
     remote: Remote,
+    cancel_queued: Callable[[str, str], Awaitable[None]] | None = None,
     *,
     migrate: Here = _no_migration,
 ) -> dict[type[Any], Route]:
     """The table of every forwarded command: how it is carried out here and its answer's type
-    (``migrate``: :func:`~.migration.migrate_here`, which needs the definitions)."""
+    (``cancel_queued`` ends an execution queued for a concurrency slot, which has no actor;
+    ``migrate``: :func:`~.migration.migrate_here`, which needs the definitions)."""
 
     async def signal(i: str, c: fw.SignalCommand) -> int:
         seq: int = await registry.request(i, cmd.DeliverSignal(c.name, c.payload, reply=Reply()))
         return seq
 
     async def cancel(i: str, c: fw.CancelCommand) -> None:
-        await registry.request(i, cmd.RequestCancel(c.reason, reply=Reply()))
+        try:
+            await registry.request(i, cmd.RequestCancel(c.reason, reply=Reply()))
+        except ExecutionQueuedError:
+            if cancel_queued is None:
+                raise
+            await cancel_queued(i, c.reason)
 
     async def terminate(i: str, c: fw.TerminateCommand) -> None:
         await registry.request(i, cmd.Terminate(c.reason, reply=Reply()))

@@ -28,11 +28,12 @@ from ..errors import (
     WorkflowNotFoundError,
 )
 from ..history.apply import replay
-from ..history.events import EffectiveLimits, ParentRef
+from ..history.events import EffectiveLimits, Event, ParentRef, WorkflowCreated
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..store.base import AlreadyStored, ExecutionRow, Store
 from ..store.definitions import DefinitionRegistry
+from .flow_starts import FlowStarts
 from .loading import Loader
 from .registry import Registry
 from .supervisor import Supervisor
@@ -61,6 +62,7 @@ class Starter:
         self._load = load
         self._now_ms = now_ms
         self._limits = limits
+        self.flow = FlowStarts(nursery, supervisor, store, load, now_ms)
         self._starting: dict[str, trio.Event] = {}  # ids being started: set when done
         self._effective: dict[str, EffectiveLimits] = {}  # by definition hash
 
@@ -113,9 +115,13 @@ class Starter:
             definition, execution_id=execution_id, input=input, now=self._now_ms(),
             limits=self.effective_limits(definition), parent=parent, schedule_id=schedule_id,
         )  # fmt: skip
+        key = _concurrency_key(definition, events)
         try:
-            with trio.CancelScope(shield=True):  # a stored execution always gets its actor
-                await self._supervisor.create(replay(events), definition, events)
+            if key is not None:
+                await self.flow.start(definition, events, key)
+            else:
+                with trio.CancelScope(shield=True):  # a stored execution always gets its actor
+                    await self._supervisor.create(replay(events), definition, events)
         except AlreadyStored:
             return self._existing(execution_id, definition, await self._row(execution_id))
         return execution_id, True
@@ -144,6 +150,12 @@ class Starter:
             f"execution `{execution_id}` already exists for a different workflow "
             f"({existing.workflow}@{existing.version})"
         )
+
+    def finished(self, state: ExecutionState, definition: CompiledDefinition) -> None:
+        """An execution ended: a queued one of its concurrency key may start."""
+        plan = definition.flow.concurrency
+        if plan is not None and state.flow is not None and state.flow.key is not None:
+            self.flow.promote_soon(state.flow.key, plan.limit)
 
     # -- children ---------------------------------------------------------------------------
     def start_child(self, parent: ExecutionState, invocation: ChildInvocation) -> None:
@@ -206,3 +218,12 @@ class Starter:
             return True
         row = await self._store.execution(execution_id)
         return row is not None and row.status == "running"
+
+
+def _concurrency_key(definition: CompiledDefinition, events: list[Event]) -> str | None:
+    """The concurrency key a start evaluated, when its definition declares one."""
+    if definition.flow.concurrency is None:
+        return None
+    created = events[0]
+    assert isinstance(created, WorkflowCreated)
+    return created.flow.key if created.flow is not None else None

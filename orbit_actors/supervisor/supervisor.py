@@ -34,6 +34,7 @@ from ..history.events import Event
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
+from ..store.base import Admission
 from .registry import Registry
 
 log = logging.getLogger("orbit.supervisor")
@@ -96,6 +97,7 @@ class Supervisor:
         self._nursery = nursery
         self.registry = registry
         self._ports = ports
+        self.finished = ports.finished  # what an execution's end tells the rest
         self._load = load
         self._intensity = intensity
         self._recovered = recovered
@@ -115,21 +117,26 @@ class Supervisor:
         """Start an actor for ``state`` under supervision; returns its mailbox."""
         mailbox = self._register(state)
         self._nursery.start_soon(
-            self._supervise, state, definition, mailbox, None, _Started(), name=_ACTOR
+            self._supervise, state, definition, mailbox, None, _Started(), None, name=_ACTOR
         )
         return mailbox
 
     async def create(
-        self, state: ExecutionState, definition: CompiledDefinition, created: list[Event]
+        self,
+        state: ExecutionState,
+        definition: CompiledDefinition,
+        created: list[Event],
+        admit: Admission | None = None,
     ) -> None:
         """Start the actor of a new execution whose first events ``created`` are applied to
         ``state`` but not stored; returns once they are durable with the first decisions. When
-        that commit fails (a taken id: :class:`AlreadyStored`, or a storage error) nothing was
-        stored, the actor is gone and the error is raised here."""
+        that commit fails (a taken id: :class:`AlreadyStored`, a full concurrency key with
+        ``admit``: :class:`ConcurrencyFull`, or a storage error) nothing was stored, the actor
+        is gone and the error is raised here."""
         mailbox = self._register(state)
         started = _Started()
         self._nursery.start_soon(
-            self._supervise, state, definition, mailbox, created, started, name=_ACTOR
+            self._supervise, state, definition, mailbox, created, started, admit, name=_ACTOR
         )
         await started.wait()
         if started.error is not None:
@@ -172,7 +179,7 @@ class Supervisor:
             return
         self.stats.awakenings += 1
         self._recovered(state)
-        await self._supervise(state, definition, mailbox, None, _Started())
+        await self._supervise(state, definition, mailbox, None, _Started(), None)
 
     def _register(self, state: ExecutionState) -> Mailbox[Command]:
         return self.registry.add(state)
@@ -193,6 +200,7 @@ class Supervisor:
         mailbox: Mailbox[Command],
         created: list[Event] | None,
         status: _Started,
+        admit: Admission | None,
     ) -> None:
         # start_soon and an event rather than nursery.start: a task begun with start() keeps the
         # cancel status of its starting scope for its whole life, and actors live long
@@ -205,7 +213,7 @@ class Supervisor:
                 if resumed:
                     await actor.serve()
                 else:
-                    await actor.run(created, task_status=status)
+                    await actor.run(created, admit=admit, task_status=status)
             except OwnershipLostError as exc:
                 self._lost(execution_id, mailbox, actor, exc)
                 status.fail(exc) if created is not None and not actor.started else status.started()

@@ -68,7 +68,7 @@ class Waiters:
             except ExecutionNotFoundError:
                 self._drop(execution_id, waiter)
                 raise
-            if row.status != "running":
+            if row.status not in ("running", "queued"):
                 self._drop(execution_id, waiter)
                 state, definition = await self._load(execution_id)
                 return result_of(state, definition, row)

@@ -12,11 +12,14 @@ from ..errors import StorageError
 from ..history.events import Event, events_to_json
 from ..store.base import (
     KEPT_CLAIMS,
+    Admission,
     AlreadyStored,
     Commit,
+    ConcurrencyFull,
     DefinitionRecord,
     ExecutionPage,
     ExecutionRow,
+    FlowSlots,
     Purged,
     PutDefinition,
     PutOutcome,
@@ -27,6 +30,7 @@ from ..store.base import (
     WorkerRecord,
 )
 from ..store.cursor import clamp_limit, decode_cursor, encode_cursor
+from ..store.flow_slots import admits, slot_change
 from ..store.rules import WorkerTouches, check_commit
 
 
@@ -42,6 +46,7 @@ class MemoryStore:
         self._touches = WorkerTouches()
         self._schedules: dict[str, ScheduleRecord] = {}
         self._claims: dict[tuple[str, int], tuple[str, str | None]] = {}
+        self._slots: dict[str, dict[str, str]] = {}  # key → execution id → running | queued
         self._order = 0
         self._stats = StoreStatistics()
         self.fail_next_commit: str | None = None
@@ -85,6 +90,9 @@ class MemoryStore:
         current = (found[1].run, found[1].last_seq) if found else None
         check_commit(current, commit)
         await self._write(len(commit.events))
+        if commit.admit is not None and not self._admits(commit.admit):  # checked as written
+            raise ConcurrencyFull(commit.admit.key)
+        self._take_slot(commit)
         key = (row.execution_id, row.run)
         events = [] if commit.rollover else self._history.get(key, [])
         self._history[key] = [*events, *copy.deepcopy(commit.events)]
@@ -106,8 +114,40 @@ class MemoryStore:
                 paused=row.paused,
                 version=row.version,
                 definition_hash=row.definition_hash,
+                flow_key=row.flow_key,
             ),
         )
+
+    def _admits(self, admission: Admission) -> bool:
+        slots = self._slots.get(admission.key, {})
+        running = sum(state == "running" for state in slots.values())
+        return admits(admission, running, len(slots) - running)
+
+    def _take_slot(self, commit: Commit) -> None:
+        change = slot_change(commit)
+        if change is None:
+            return
+        key, execution_id = commit.row.flow_key or "", commit.row.execution_id
+        slots = self._slots.setdefault(key, {})
+        if change == "free":
+            slots.pop(execution_id, None)
+        else:
+            slots[execution_id] = change  # a dict keeps arrival order; a promotion keeps its place
+
+    async def flow_slots(self, key: str, queued_limit: int | None = None) -> FlowSlots:
+        """The running and queued executions of ``key``, oldest first."""
+        await trio.lowlevel.checkpoint()
+        slots = self._slots.get(key, {})
+        queued = [i for i, state in slots.items() if state == "queued"]
+        return FlowSlots(
+            running=[i for i, state in slots.items() if state == "running"],
+            queued=queued[:queued_limit] if queued_limit is not None else queued,
+        )
+
+    async def queued_keys(self) -> list[str]:
+        """Every concurrency key with queued executions."""
+        await trio.lowlevel.checkpoint()
+        return sorted(k for k, slots in self._slots.items() if "queued" in slots.values())
 
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run, or of run ``run``."""

@@ -19,10 +19,14 @@ from .models import (
     ResultError,
     Unit,
 )
+from .waiting import concurrency_waiting
 
 
 def _status(state: ExecutionState) -> str:
-    """A continued run keeps the execution running."""
+    """A continued run keeps the execution running; one created and not started waits for a
+    slot of its concurrency key (``queued``)."""
+    if state.created and not state.started and not state.finished:
+        return "queued"
     return "running" if state.status == "continued_as_new" else state.status
 
 
@@ -47,6 +51,7 @@ def row_of(state: ExecutionState) -> ExecutionRow:
         schedule_id=state.schedule_id,
         last_seq=state.last_seq,
         paused=state.paused,
+        flow_key=state.flow.key if state.flow is not None else None,
     )
 
 
@@ -132,5 +137,5 @@ def describe(
     return ExecutionDetail(
         **_summary_fields(state), input=state.input, output=state.output, error=state.error,
         units=units, pending_signals=pending, children=children, quarantined=quarantined,
-        last_error=last_error,
+        last_error=last_error, waiting=concurrency_waiting(state, definition),
     )  # fmt: skip

@@ -77,7 +77,8 @@ class ChildLink(BaseModel):
 
 
 class ExecutionDetail(ExecutionSummary):
-    """``GET /v1/executions/{id}``; ``last_error`` only while quarantined."""
+    """``GET /v1/executions/{id}``; ``last_error`` only while quarantined; ``waiting`` only
+    while queued for a slot of its concurrency key."""
 
     input: Any
     output: Any
@@ -87,6 +88,7 @@ class ExecutionDetail(ExecutionSummary):
     children: list[ChildLink]
     quarantined: bool
     last_error: str | None = Field(default=None, exclude_if=_absent)
+    waiting: Waiting | None = Field(default=None, exclude_if=_absent)
 
 
 class Worker(BaseModel):

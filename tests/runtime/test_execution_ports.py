@@ -57,6 +57,9 @@ class FakePool:
     def withdraw(self, execution_id: str, unit: TaskInvocation) -> None:
         self.calls.append(f"withdraw {unit.key}")
 
+    def take_rate(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> bool:
+        return True
+
     def push(self, task: Task, now_ms: int) -> None:
         self.pushed.append(task)
         self.calls.append(f"push {task.step_id}")

@@ -127,8 +127,11 @@ export function actions(detail, ir, changed) {
   if (detail.quarantined) parts.push(resumeForm(detail.execution_id, changed));
   if (running) {
     for (const [name, schema] of signals) parts.push(signalForm(detail.execution_id, name, schema, changed));
-    parts.push(cancelForm(detail.execution_id, changed));
   }
+  if (detail.status === "queued") {
+    parts.push(h("p", { class: "muted" }, "Queued: it waits for a slot of its concurrency key, and takes signals once it starts."));
+  }
+  if (running || detail.status === "queued") parts.push(cancelForm(detail.execution_id, changed));
   parts.push(...operateCards(detail, ir, changed));
   if (detail.closed_at_ms !== null && detail.closed_at_ms !== undefined) parts.push(deleteForm(detail.execution_id));
   if (queries.length) {

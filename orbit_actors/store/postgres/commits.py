@@ -30,11 +30,13 @@ from ...crashpoints import crash_point
 from ..base import ExecutionRow
 from ..group import CommitWork, RetryBatch
 from ..rules import check_commit
+from .flow_slots import lock_keys, pg_admits, take_slot
 from .schema import Conn
 
 ROW_COLUMNS = ", ".join(field.name for field in fields(ExecutionRow))
+# ROW_COLUMNS', then owner's
 _TYPES = ("text", "text", "text", "text", "text", "int", "bigint", "bigint", "text", "text",
-          "int", "bigint", "bool", "bool", "text", "bigint")  # fmt: skip  # ROW_COLUMNS', owner's
+          "int", "bigint", "bool", "bool", "text", "text", "bigint")  # fmt: skip
 _POSITIONS = (
     "SELECT execution_id, run, last_seq, owner_epoch, status = 'running' FROM executions "
     "WHERE execution_id = ANY(%b) "
@@ -47,7 +49,10 @@ _UPSERT_EXECUTIONS = (
     "run = excluded.run, closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
     "version = excluded.version, definition_hash = excluded.definition_hash, "
     "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy, paused = excluded.paused, "
-    "owner = excluded.owner, owner_epoch = excluded.owner_epoch "
+    # a queued execution has no owner (the server that starts it owns it from then on);
+    # a rerun of a finished execution moves it to the server that reruns it
+    "owner = COALESCE(excluded.owner, executions.owner), "
+    "owner_epoch = COALESCE(excluded.owner_epoch, executions.owner_epoch) "
     "RETURNING execution_id, xmax = 0"  # xmax is 0 for a row this statement inserted
 )
 _INSERT_SEGMENTS = (
@@ -103,8 +108,15 @@ class CommitBatcher:
         ids = sorted({w.commit.row.execution_id for w in works})
         found = conn.execute(_POSITIONS, (ids,)).fetchall()
         staged = _Staged({i: Position(r, s, o, u) for i, r, s, o, u in found}, set(), {}, [], [])
+        lock_keys(conn, works)
         for work in works:
+            admit = work.commit.admit
+            if admit is not None and not pg_admits(conn, admit):
+                work.full = True
+                continue
             _stage(staged, work, self.owner)
+            if not (work.refused or work.fenced):
+                take_slot(conn, work.commit)
         if not staged.summaries:
             return  # every commit of the batch was a refused create
         _send(conn, _ARCHIVE_RUNS, staged.archived)
@@ -126,12 +138,14 @@ def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
     work.refused = commit.create and current is not None
     if work.refused:
         return
+    promoting = commit.admit is not None and commit.admit.promoting
+    unowned = promoting and current is not None and current.owner_epoch is None
     if owner is not None and current is not None and current.owner_epoch != owner.epoch:
         # a rerun of a finished execution is not fenced: no server runs it, and the server
-        # that reruns it becomes its owner
+        # that reruns it becomes its owner; a queued execution promoted has no owner yet
         rerun = commit.rollover and not current.running
-        if not rerun:
-            work.fenced = True
+        work.fenced = not (rerun or unowned)
+        if work.fenced:
             return
     check_commit(None if current is None else (current.run, current.last_seq), commit)
     if current is None:
@@ -148,7 +162,8 @@ def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
     staged.summaries[row.execution_id] = (
         row.execution_id, row.workflow, row.version, row.definition_hash, row.status, row.run,
         row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id, last_seq,
-        row.wake_at_ms, row.busy, row.paused, *(owner or (None, None)),
+        row.wake_at_ms, row.busy, row.paused, row.flow_key,
+        *(owner if owner is not None and row.status != "queued" else (None, None)),
     )  # fmt: skip
     staged.positions[row.execution_id] = Position(
         row.run, last_seq, owner.epoch if owner is not None else None

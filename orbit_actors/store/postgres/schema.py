@@ -100,10 +100,21 @@ MIGRATIONS: Sequence[Sequence[str]] = (
         "WHERE closed_at_ms IS NOT NULL",
         "CREATE INDEX executions_by_parent ON executions (parent_id) WHERE parent_id IS NOT NULL",
     ),
+    # 6: concurrency slots (store/flow_slots.py). A commit that takes a slot locks its key's
+    # row in flow_keys first, so servers counting the same key take turns.
+    (
+        "ALTER TABLE executions ADD COLUMN flow_key TEXT",
+        "CREATE TABLE flow_keys (key TEXT PRIMARY KEY)",
+        """CREATE TABLE flow_slots (
+            ord BIGSERIAL PRIMARY KEY, execution_id TEXT NOT NULL UNIQUE, key TEXT NOT NULL,
+            state TEXT NOT NULL)""",
+        "CREATE INDEX flow_slots_by_key ON flow_slots (key, state, ord)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("definitions", "executions", "segments", "runs", "workers", "schedules",
-          "schedule_claims", "servers", "inbox", "ready_tasks")  # fmt: skip
+          "schedule_claims", "servers", "inbox", "ready_tasks", "flow_keys",
+          "flow_slots")  # fmt: skip
 
 
 def describe(url: str) -> str:

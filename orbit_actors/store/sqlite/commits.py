@@ -20,6 +20,7 @@ from ...crashpoints import crash_point
 from ..base import TERMINAL_STATUSES, Commit
 from ..group import CommitWork
 from ..rules import check_commit
+from .flow_slots import sqlite_admits, take_slot
 
 _WRITTEN = (
     "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
@@ -85,6 +86,10 @@ class CommitBatcher:
                 work.refused = True
                 continue
             check_commit(current and (current.run, current.last_seq), commit)
+            if commit.admit is not None and not sqlite_admits(conn, commit.admit):
+                work.full = True
+                continue
+            take_slot(conn, commit)
             if commit.rollover and current is not None:
                 archived.append(
                     (commit.row.execution_id, current.run, current.head, current.last_seq)

@@ -78,6 +78,14 @@ MIGRATIONS: Sequence[Sequence[str]] = (
         "WHERE closed_at_ms IS NOT NULL",
         "CREATE INDEX executions_by_parent ON executions (parent_id) WHERE parent_id IS NOT NULL",
     ),
+    # 7: concurrency slots (store/flow_slots.py): the executions of each key that run or wait,
+    # in arrival order (ord)
+    (
+        """CREATE TABLE flow_slots (
+            ord INTEGER PRIMARY KEY, execution_id TEXT NOT NULL UNIQUE, key TEXT NOT NULL,
+            state TEXT NOT NULL)""",
+        "CREATE INDEX flow_slots_by_key ON flow_slots (key, state, ord)",
+    ),
 )
 INCREMENTAL = 2  # PRAGMA auto_vacuum
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -103,7 +103,7 @@ async function tick(view, parts, signal) {
   } else if (detail.status === "running") {
     drawTimeline(view, parts, history, now); // open bars grow with the clock
   }
-  return detail.status === "running" || detail.quarantined;
+  return detail.status === "running" || detail.status === "queued" || detail.quarantined;
 }
 
 function changed(view, name, value) {

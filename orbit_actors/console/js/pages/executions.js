@@ -7,7 +7,7 @@ import { when, iso, duration, count } from "../format.js";
 import { href, navigate } from "../router.js";
 import { Poller } from "../live.js";
 
-const STATUSES = ["running", "completed", "failed", "cancelled", "timed_out"];
+const STATUSES = ["queued", "running", "completed", "failed", "cancelled", "timed_out"];
 const PAGE_SIZE = 50;
 const newerCursors = []; // the cursors of the pages before this one, to page back
 
