@@ -13,7 +13,7 @@ from ..ir.plan import CompiledDefinition
 from ..store.base import Store, WorkerRecord
 from ..store.definitions import DefinitionRegistry
 from ..views.models import ExecutionDetail, TaskStatus
-from ..views.waiting import Served, why_waiting
+from ..views.waiting import Served, rate_limited_waiting, why_waiting
 from .pool import TaskLoad, WorkerPool
 
 Contract = tuple[str, str]
@@ -42,7 +42,9 @@ class TaskBoard:
         return [_status(contract, loads.get(contract), now) for contract in sorted(contracts)]
 
     async def explain(self, detail: ExecutionDetail) -> ExecutionDetail:
-        """``detail`` with ``waiting`` on each unit that waits for a worker."""
+        """``detail`` with ``waiting`` on each unit that waits for a worker: ``paused`` while its
+        execution is paused, ``rate_limited`` while its task's rate limit holds it back, else
+        what the workers say (``no_worker``, ``workers_busy``)."""
         definition = self._definition(detail)
         waiting = [u for u in detail.units if u.status == "scheduled"]
         if definition is None or not waiting:
@@ -54,12 +56,16 @@ class TaskBoard:
             task = unit_task(definition, unit.key)
             if task is None:
                 continue
+            rate = self._pool.rate_limited(detail.execution_id, unit.key)
+            if rate is not None and not detail.paused:
+                unit.waiting = rate_limited_waiting(rate)
+                continue
             contract = (task, definition.task(task).version)
             load = loads.get(contract)
             if (load is None or not load.workers) and records is None:
                 records = await self._store.workers()
             served = _served(load, _last_seen(records or [], contract))
-            unit.waiting = why_waiting(*contract, served, now)
+            unit.waiting = why_waiting(*contract, served, now, paused=detail.paused)
         return detail
 
     def _definition(self, detail: ExecutionDetail) -> CompiledDefinition | None:
