@@ -56,8 +56,9 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--otlp-endpoint", metavar="URL",
                         help="send OpenTelemetry traces to this OTLP/HTTP collector "
                              "(needs orbit-actors[otel])")  # fmt: skip
-    parser.add_argument("--max-connections", type=int, default=1000,
-                        help="connections served at once; more are closed at once")  # fmt: skip
+    parser.add_argument("--max-connections", type=int, default=10_000,
+                        help="connections served at once (lowered to fit the open-file limit); "
+                             "more wait in the listen backlog")  # fmt: skip
     parser.add_argument("--server", choices=["orbit", "hypercorn"], default="orbit",
                         help="orbit (its own transport) or hypercorn (ASGI)")  # fmt: skip
     auth = parser.add_argument_group("authentication and TLS")
