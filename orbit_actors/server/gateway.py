@@ -13,9 +13,9 @@ those it cancelled and the worker has not yet reported), so a worker that takes 
 credit at once waits for nothing here; every other frame either answers one the worker sent —
 and the reader stops reading while :data:`MAX_UNANSWERED` are owed — or is one of the server's
 own (a cancel), so at most :data:`MAX_OUTBOX` of them wait. A worker that stops reading stalls
-the writer: after :data:`WRITE_STALL` seconds without a write finished (or if its cancels pile
-past the bound) it is closed with 1008, and the session is lost as when a worker vanishes: its
-tasks become uncertain after the session timeout unless it resumes.
+the writer: after :data:`WRITE_STALL` seconds without a piece of a write finished (or if its
+cancels pile past the bound) it is closed with 1008, and the session is lost as when a worker
+vanishes: its tasks become uncertain after the session timeout unless it resumes.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ log = logging.getLogger("orbit.gateway")
 MAX_PROTOCOL_ERRORS = 10
 MAX_OUTBOX = 1024  # frames other than tasks waiting to be sent to one worker
 MAX_UNANSWERED = MAX_OUTBOX // 2  # results in flight and answers unsent; then reading pauses
-WRITE_STALL = 30.0  # seconds a write to a worker may take before it counts as not reading
+WRITE_STALL = 30.0  # seconds a piece of a write may take before the worker counts as not reading
+WRITE_PIECE = 256  # frames per piece: a large batch read slowly but steadily is progress
 OVERFLOW_CLOSE_WAIT = 2.0  # seconds to try the 1008 close frame on a worker that is not reading
 
 
@@ -213,17 +214,20 @@ async def _handle_result(
 
 
 async def _write(socket: Socket, outbox: _Outbox, scope: trio.CancelScope) -> None:
-    """Send what is queued, everything at hand in one write; a write that takes over
-    :data:`WRITE_STALL` seconds means the worker is not reading."""
+    """Send what is queued, everything at hand in one write (in pieces of :data:`WRITE_PIECE`
+    frames); a piece that takes over :data:`WRITE_STALL` seconds means the worker is not
+    reading."""
     try:
         while True:
             texts, close = await outbox.take()
             if texts:
-                with trio.move_on_after(WRITE_STALL) as stall:
-                    await socket.send(*texts)
+                with trio.CancelScope() as stall:
+                    for start in range(0, len(texts), WRITE_PIECE):
+                        stall.deadline = trio.current_time() + WRITE_STALL  # moved on progress
+                        await socket.send(*texts[start : start + WRITE_PIECE])
                 if stall.cancelled_caught:
                     outbox.stalled(
-                        f"no write finished in {WRITE_STALL:g} s: the worker is not reading"
+                        f"no write progressed in {WRITE_STALL:g} s: the worker is not reading"
                     )
                     return
             if close is not None:
