@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from orbit_actors.api.models import ExecutionResult
-from orbit_actors.cli_api import deploy_paths
+from orbit_actors.cli import deploy_paths
 from orbit_actors.client import ApiError, Client
 
 HERE = Path(__file__).resolve().parent

@@ -172,6 +172,36 @@ class NotQuarantinedError(OrbitError):
     code, status = "NOT_QUARANTINED", 409
 
 
+class NotPausedError(OrbitError):
+    """Only a paused execution can be unpaused."""
+
+    code, status = "NOT_PAUSED", 409
+
+
+class ExecutionRunningError(OrbitError):
+    """A rerun needs a finished execution."""
+
+    code, status = "EXECUTION_RUNNING", 409
+
+
+class UnknownStepError(OrbitError):
+    """A rerun named a step the definition does not have."""
+
+    code, status = "UNKNOWN_STEP", 400
+
+
+class FromStepRequiredError(OrbitError):
+    """A rerun of a completed execution must say which step to rerun from."""
+
+    code, status = "FROM_STEP_REQUIRED", 400
+
+
+class RunCompensatedError(OrbitError):
+    """A rerun would reuse a step whose effects the previous run compensated."""
+
+    code, status = "RUN_COMPENSATED", 409
+
+
 class UnknownSignalError(OrbitError):
     """The workflow declares no signal of this name."""
 

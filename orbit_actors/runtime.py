@@ -13,22 +13,23 @@ from __future__ import annotations
 
 import gc
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .actors import commands as cmd
 from .actors.clock import Clock
-from .actors.execution import ExecutionPorts, Passivation, execution_of
+from .actors.execution import ExecutionPorts, Passivation
 from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
 from .decide.query import evaluate_query
+from .decide.rerun import RerunPlan
 from .decide.transitions import ServerLimits, Verdict
 from .errors import RunNotFoundError, StorageError
 from .history.events import ErrorInfo, Event, ParentRef
@@ -46,12 +47,12 @@ from .supervisor import forwarding as fw
 from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
 from .supervisor.membership import LocalServer, Membership, keep_membership
+from .supervisor.rerunning import Rerunner
+from .supervisor.router import Remote, Router, routes
 from .supervisor.sharing import TaskSharing
 from .supervisor.starting import Starter, StartLimits
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
-
-T = TypeVar("T")
 
 if TYPE_CHECKING:  # the otel extra is optional: the server imports the tracer only when asked
     from .observe.tracing import Tracer
@@ -108,6 +109,8 @@ class _Parts:
     load: Loader
     membership: Membership
     sharing: TaskSharing | None
+    router: Router
+    rerunner: Rerunner
 
 
 @asynccontextmanager
@@ -148,7 +151,7 @@ async def open_runtime(
                 cluster.watch_lost(parts.sharing.lost)
                 cluster.watch_cancels(parts.pool.cancel)
                 await nursery.start(parts.sharing.serve)
-            await nursery.start(serve_inbox, cluster, runtime.carry_out)
+            await nursery.start(serve_inbox, cluster, parts.router.carry_out)
             await nursery.start(keep_membership, cluster, partial(_adopt, nursery, parts))
         await nursery.start(parts.scheduler.run)
         try:
@@ -194,14 +197,14 @@ def _wire(
         enabled=config.enable_http_adapter,
     )  # fmt: skip
     forwarder = Forwarder(cluster, cluster.lease_s + config.forward_margin_s) if cluster else None
+    router = Router(registry, forwarder, nursery, pool.settle)
     sharing = None
     if cluster is not None and forwarder is not None:
-        sharing = pool.sharing = TaskSharing(cluster, forwarder, registry, pool, clock)
+        sharing = pool.sharing = TaskSharing(cluster, forwarder, router, registry, pool, clock)
     sessions = SessionManager(
         pool,
         SessionPorts(
-            clock, sharing.report_result if sharing else registry.report_result,
-            sharing.mark_uncertain if sharing else registry.mark_uncertain,
+            clock, router.report_result, router.mark_uncertain,
             definitions.task_versions, store.upsert_worker, store.touch_worker,
         ),
         config.heartbeat_interval_ms, config.session_timeout_ms,
@@ -231,6 +234,9 @@ def _wire(
         cancel_tokens=cancel_tokens,
         start_child=lambda parent, unit: starter.start_child(parent, unit),
         cancel_child=lambda child_id, reason: starter.cancel_child(child_id, reason),
+        terminate_child=lambda child_id, reason: router.tell(
+            child_id, fw.TerminateCommand(reason=reason)
+        ),
         run_http=http.run, committed=observe_commits(*observers), finished=finished,
         passivation=config.passivation,
     )  # fmt: skip
@@ -248,12 +254,16 @@ def _wire(
             starter.is_running,
         )
     )  # fmt: skip
+    rerunner = Rerunner(
+        supervisor, definitions, store, load, waiters, clock.now_ms, starter.effective_limits
+    )
+    router.routes = routes(registry, supervisor.resume, waiters.wait, sharing or Remote())
     membership = Membership(
         cluster, forwarder, LocalServer(instance_id, address, clock.now_ms(), lambda: len(registry))
     )
     parts = _Parts(
         store, config, clock, instance_id, definitions, registry, supervisor, starter, waiters,
-        pool, sessions, scheduler, metrics, load, membership, sharing,
+        pool, sessions, scheduler, metrics, load, membership, sharing, router, rerunner,
     )  # fmt: skip
     return parts
 
@@ -336,36 +346,8 @@ class Runtime:
         self._load = parts.load
         self.membership = parts.membership
         self._forwarder = parts.membership.forwarder
-        self._forwarded: dict[type[Any], Callable[[str, Any], Awaitable[Any]]] = {
-            fw.SignalCommand: lambda i, c: self._signal_here(i, c.name, c.payload),
-            fw.CancelCommand: lambda i, c: self._cancel_here(i, c.reason),
-            fw.ResumeCommand: lambda i, c: self._resume_here(i),
-            fw.ResultCommand: self._result_here,
-            fw.WaitCommand: self._wait_here,
-            fw.OfferCommand: self._offer_here,
-            fw.UncertainCommand: self._uncertain_here,
-        }
-        self._sharing = parts.sharing
-
-    # -- commands for executions owned elsewhere -------------------------------------------
-    async def _routed(
-        self, execution_id: str, local: Callable[[], Awaitable[T]], command: Any, extra: float = 0
-    ) -> T | Any:
-        """Carry out a command here, or forward it to the server that owns the execution (a
-        store shared with other servers); the forwarded answer comes once the owner
-        committed."""
-        forwarder = self._forwarder
-        registry = self.registry
-        if forwarder is None or execution_id in registry or execution_id in registry.quarantined:
-            return await local()
-        owner = await forwarder.owner_elsewhere(execution_id)
-        if owner is None:
-            return await local()
-        return await forwarder.forward(owner, execution_id, command, extra)
-
-    async def carry_out(self, execution_id: str, command: Any) -> Any:
-        """A command another server forwarded: carried out here, answered as JSON data."""
-        return await self._forwarded[type(command)](execution_id, command)
+        self._router = parts.router
+        self._rerunner = parts.rerunner
 
     # -- definitions -----------------------------------------------------------------------
     async def register_definition(
@@ -406,13 +388,8 @@ class Runtime:
 
     async def signal(self, execution_id: str, name: str, payload: Any) -> int:
         """Deliver a signal; returns its seq."""
-        local = partial(self._signal_here, execution_id, name, payload)
-        command = fw.SignalCommand(name=name, payload=payload)
-        return int(await self._routed(execution_id, local, command))
-
-    async def _signal_here(self, execution_id: str, name: str, payload: Any) -> int:
-        seq: int = await self.registry.request(
-            execution_id, cmd.DeliverSignal(name, payload, reply=Reply())
+        seq: int = await self._router.send(
+            execution_id, fw.SignalCommand(name=name, payload=payload)
         )
         return seq
 
@@ -420,12 +397,35 @@ class Runtime:
         self, execution_id: str, reason: str = "cancelled by request"
     ) -> ExecutionDetail:
         """Cancel an execution; returns its detail."""
-        local = partial(self._cancel_here, execution_id, reason)
-        await self._routed(execution_id, local, fw.CancelCommand(reason=reason))
+        await self._router.send(execution_id, fw.CancelCommand(reason=reason))
         return await self.describe(execution_id)
 
-    async def _cancel_here(self, execution_id: str, reason: str) -> None:
-        await self.registry.request(execution_id, cmd.RequestCancel(reason, reply=Reply()))
+    async def terminate(
+        self, execution_id: str, reason: str = "terminated by request"
+    ) -> ExecutionDetail:
+        """End an execution at once (no compensation, no handlers); returns its detail."""
+        await self._router.send(execution_id, fw.TerminateCommand(reason=reason))
+        return await self.describe(execution_id)
+
+    async def pause(self, execution_id: str, reason: str | None = None) -> ExecutionDetail:
+        """Stop dispatching an execution's work until it is unpaused; returns its detail."""
+        await self._router.send(execution_id, fw.PauseCommand(reason=reason))
+        return await self.describe(execution_id)
+
+    async def unpause(self, execution_id: str) -> ExecutionDetail:
+        """Dispatch what waited while the execution was paused; returns its detail."""
+        await self._router.send(execution_id, fw.UnpauseCommand())
+        return await self.describe(execution_id)
+
+    async def rerun(
+        self, execution_id: str, *, from_step: str | None = None, input: Any = None,
+        version: str | None = None, dry_run: bool = False,
+    ) -> RerunPlan | int:  # fmt: skip
+        """Rerun a finished execution from a step under the same id: the plan when ``dry_run``
+        (nothing is written), else the number of the run that started."""
+        return await self._rerunner.rerun(
+            execution_id, from_step=from_step, input=input, version=version, dry_run=dry_run
+        )
 
     async def query(self, execution_id: str, name: str) -> Any:
         """Evaluate a query against the current (or final) state."""
@@ -473,56 +473,21 @@ class Runtime:
     async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
         """The summary with the output (or the error) once the execution has finished; raises
         WaitTimeoutError."""
-        local = partial(self.waiters.wait, execution_id, timeout)
-        answer = await self._routed(
-            execution_id, local, fw.WaitCommand(timeout=timeout), extra=timeout
-        )
-        return ExecutionResult.model_validate(answer)
-
-    async def _wait_here(self, execution_id: str, command: fw.WaitCommand) -> Any:
-        result = await self.waiters.wait(execution_id, command.timeout)
-        return result.model_dump(mode="json")
+        command = fw.WaitCommand(timeout=timeout)
+        result: ExecutionResult = await self._router.send(execution_id, command, extra=timeout)
+        return result
 
     async def resume(self, execution_id: str) -> ExecutionDetail:
         """Respawn a quarantined execution from its history."""
-        local = partial(self._resume_here, execution_id)
-        await self._routed(execution_id, local, fw.ResumeCommand())
+        await self._router.send(execution_id, fw.ResumeCommand())
         return await self.describe(execution_id)
-
-    async def _resume_here(self, execution_id: str) -> None:
-        await self.registry.row(execution_id)
-        await self.supervisor.resume(execution_id)
 
     async def report_result(
         self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None
     ) -> Verdict:
         """A worker's result for ``token`` sent over HTTP (the same path as the WebSocket's;
         forwarded when the token's execution is owned by another server)."""
-        local = partial(self.registry.report_result, token, worker_id, output, failure)
-        execution_id = execution_of(token)
-        if execution_id is None:
-            return await local()
-        command = fw.ResultCommand(token=token, worker_id=worker_id, output=output, failure=failure)
-        answer = await self._routed(execution_id, local, command)
-        if isinstance(answer, Verdict):
-            return answer
-        self.pool.settle(token)  # a task of the shared queue held a slot of a session here
-        return Verdict(**answer)
-
-    async def _result_here(self, execution_id: str, c: fw.ResultCommand) -> Any:
-        verdict = await self.registry.report_result(c.token, c.worker_id, c.output, c.failure)
-        if self._sharing is not None:
-            self._sharing.answered(c.token)
-        return {"token": verdict.token, "accepted": verdict.accepted, "reason": verdict.reason}
-
-    async def _offer_here(self, execution_id: str, c: fw.OfferCommand) -> Any:
-        assert self._sharing is not None  # only servers sharing a store get offers
-        return await self._sharing.dispatch_here(execution_id, c)
-
-    async def _uncertain_here(self, execution_id: str, c: fw.UncertainCommand) -> None:
-        self.registry.mark_uncertain(c.token, c.reason)
-        if self._sharing is not None:
-            self._sharing.answered(c.token)
+        return await self._router.report_result(token, worker_id, output, failure)
 
     async def servers(self) -> list[ServerRecord]:
         """The servers sharing this store, each with how many running executions it owns."""

@@ -8,12 +8,29 @@ VENV="${VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet -e '.[test,otel,postgres]'
-# PostgreSQL for the PostgreSQL store's tests (tests/pg.py starts a throwaway server from its
-# binaries): Debian's package, installed only when missing; without it those tests skip.
+# System tools the tests drive, Debian's packages, each installed only when missing and only as
+# root (apt): PostgreSQL for the PostgreSQL store's tests (tests/pg.py starts throwaway servers
+# from its binaries), chromium for the web console's browser tests (never a downloaded browser),
+# npm for axe-core (below), tmux for the CLI's terminal tests. Without one, its tests skip and
+# say why.
+missing=()
 if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+  missing+=(postgresql)
+fi
+command -v chromium >/dev/null || missing+=(chromium)
+command -v npm >/dev/null || missing+=(npm)
+command -v tmux >/dev/null || missing+=(tmux)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "not root: ${missing[*]} not installed; the tests that need them will skip" >&2
   fi
+fi
+# The console's accessibility tests inject axe-core from the npm registry into .cache/npm
+# (ignored by git).
+if [ ! -f .cache/npm/node_modules/axe-core/axe.min.js ] && command -v npm >/dev/null; then
+  npm install --silent --no-audit --no-fund --prefix .cache/npm axe-core@4
 fi
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .

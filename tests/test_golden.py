@@ -29,10 +29,17 @@ def load(path: Path) -> tuple[CompiledDefinition, list[Event]]:
     return definition, [event_from_json(line) for line in lines]
 
 
+OPENING = frozenset({"WorkflowCreated", "WorkflowStarted", "StepReused"})
+"""The events a run opens with, which a start or a rerun records before the decider is asked."""
+
+
 def check(definition: CompiledDefinition, history: list[Event]) -> None:
     """Raise :class:`Divergence` where the decider and the history disagree."""
     state = ExecutionState()
     position = 0
+    while position < len(history) and history[position].type in OPENING:
+        apply(state, history[position])
+        position += 1
     while position < len(history):
         proposed = (
             decide(state, definition, history[position].timestamp_ms) if state.created else []

@@ -29,6 +29,25 @@ class RequestCancel(Command):
 
 
 @dataclass(eq=False)
+class Terminate(Command):
+    """End the execution at once (no compensation, no handlers); replies with None."""
+
+    reason: str
+
+
+@dataclass(eq=False)
+class Pause(Command):
+    """Stop dispatching until unpaused (nothing when paused already); replies with None."""
+
+    reason: str | None
+
+
+@dataclass(eq=False)
+class Unpause(Command):
+    """Dispatch what waited while paused; replies with None."""
+
+
+@dataclass(eq=False)
 class ReportResult(Command):
     """A worker's result for ``token``; replies with the Verdict once it is durable."""
 

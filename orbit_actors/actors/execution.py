@@ -17,6 +17,7 @@ from typing import Any
 
 import trio
 
+from ..decide import operate
 from ..decide import transitions as pure
 from ..decide.decider import decide_to_fixpoint, next_wakeup
 from ..decide.effects import Effects, effects_of
@@ -28,6 +29,7 @@ from ..decide.invocation import (
     child_session,
     invocation,
 )
+from ..decide.operate import waits_for_unpause
 from ..decide.query import evaluate_query
 from ..decide.rest import rest_of
 from ..errors import OrbitError, OwnershipLostError, StorageError
@@ -112,6 +114,8 @@ class ExecutionPorts:
     """Start (idempotently) the child of a dispatched workflow unit and watch it."""
     cancel_child: Callable[[str, str], None]
     """Cancel a child the parent no longer waits for (child id, reason)."""
+    terminate_child: Callable[[str, str], None]
+    """Terminate a running child of a terminated parent (child id, reason)."""
     run_http: Callable[[str, HttpInvocation], None]
     """Run a dispatched built-in http unit under its token."""
     committed: Callable[[ExecutionState, list[Event], float], None]
@@ -245,6 +249,15 @@ class ExecutionActor:
 
     async def _on_cancel(self, c: cmd.RequestCancel) -> None:
         await self._advance(pure.request_cancel(self.state, self.definition, c.reason, self._now()))
+
+    async def _on_terminate(self, c: cmd.Terminate) -> None:
+        await self._advance(operate.terminate(self.state, c.reason, self._now()))
+
+    async def _on_pause(self, c: cmd.Pause) -> None:
+        await self._advance(operate.pause(self.state, c.reason, self._now()))
+
+    async def _on_unpause(self, c: cmd.Unpause) -> None:
+        await self._advance(operate.unpause(self.state, self.execution_id, self._now()))
 
     async def _on_result(self, c: cmd.ReportResult) -> pure.Verdict:
         events, verdict = pure.report_result(
@@ -416,6 +429,8 @@ class ExecutionActor:
             ports.cancel_tokens(effects.cancel_tokens)
         for child_id, reason in effects.cancel_children.items():
             ports.cancel_child(child_id, reason)
+        for child_id, reason in effects.terminate_children.items():
+            ports.terminate_child(child_id, reason)
         runtime_units: list[HttpInvocation | ChildInvocation] = []
         for ready in effects.ready:
             if isinstance(ready, TaskInvocation):
@@ -465,6 +480,8 @@ class ExecutionActor:
         for unit in list(self.state.units.values()):
             if unit.resolved:
                 continue
+            if waits_for_unpause(self.state, self.definition, unit):
+                continue  # the unpause makes it ready
             found = invocation(self.state, self.definition, unit.key)
             token, session = unit.current_token, unit.session
             if unit.status == "dispatched" and token and session:
@@ -532,6 +549,9 @@ _PASSIVATE = Command()
 _HANDLERS: dict[type[Command], Callable[[ExecutionActor, Any], Awaitable[Any]]] = {
     cmd.DeliverSignal: ExecutionActor._on_signal,
     cmd.RequestCancel: ExecutionActor._on_cancel,
+    cmd.Terminate: ExecutionActor._on_terminate,
+    cmd.Pause: ExecutionActor._on_pause,
+    cmd.Unpause: ExecutionActor._on_unpause,
     cmd.ReportResult: ExecutionActor._on_result,
     cmd.OfferDispatch: ExecutionActor._on_offer,
     cmd.RemoteOffer: ExecutionActor._on_remote_offer,

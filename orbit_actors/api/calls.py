@@ -118,9 +118,13 @@ def executions(
     workflow: str | None = None,
     limit: int | None = None,
     cursor: str | None = None,
+    paused: bool | None = None,
 ) -> Call[m.ExecutionList]:
-    """One page of executions, newest first, and the cursor of the next."""
+    """One page of executions, newest first, and the cursor of the next (``paused``: only
+    the paused ones, or only those not paused)."""
     params = _present(status=status, workflow=workflow, limit=limit, cursor=cursor)
+    if paused is not None:
+        params["paused"] = "true" if paused else "false"
     return Call("GET", "/v1/executions", _model(m.ExecutionList), params=params)
 
 
@@ -149,6 +153,55 @@ def cancel(execution_id: str, reason: str | None = None) -> Call[m.ExecutionDeta
     """Cancel an execution; answers its detail."""
     body = {"reason": reason} if reason is not None else {}
     return Call("POST", _execution(execution_id, "/cancel"), _model(m.ExecutionDetail), json=body)
+
+
+def terminate(execution_id: str, reason: str | None = None) -> Call[m.ExecutionDetail]:
+    """Terminate an execution at once (no compensation, no handlers); answers its detail."""
+    body = {"reason": reason} if reason is not None else {}
+    path = _execution(execution_id, "/terminate")
+    return Call("POST", path, _model(m.ExecutionDetail), json=body)
+
+
+def pause(execution_id: str, reason: str | None = None) -> Call[m.ExecutionDetail]:
+    """Pause an execution: nothing new is dispatched until it is unpaused; answers its detail."""
+    body = {"reason": reason} if reason is not None else {}
+    return Call("POST", _execution(execution_id, "/pause"), _model(m.ExecutionDetail), json=body)
+
+
+def unpause(execution_id: str) -> Call[m.ExecutionDetail]:
+    """Unpause an execution: what waited is dispatched; answers its detail."""
+    return Call("POST", _execution(execution_id, "/unpause"), _model(m.ExecutionDetail), json={})
+
+
+def _rerun_body(
+    from_step: str | None, input: Any, version: str | None, reason: str | None, dry_run: bool
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"dry_run": dry_run}
+    for name, value in (("from_step", from_step), ("input", input), ("version", version),
+                        ("reason", reason)):  # fmt: skip
+        if value is not None:
+            body[name] = value
+    return body
+
+
+def rerun(
+    execution_id: str, *, from_step: str | None = None, input: Any = None,
+    version: str | None = None, reason: str | None = None,
+) -> Call[m.RerunStarted]:  # fmt: skip
+    """Rerun a finished execution from a step (the first that failed, by default) under the
+    same id; answers the run that started."""
+    body = _rerun_body(from_step, input, version, reason, False)
+    return Call("POST", _execution(execution_id, "/rerun"), _model(m.RerunStarted), json=body)
+
+
+def rerun_plan(
+    execution_id: str, *, from_step: str | None = None, input: Any = None,
+    version: str | None = None,
+) -> Call[m.RerunPlan]:  # fmt: skip
+    """What a rerun would do (its dry run: nothing is written): the steps it would reuse and
+    run again, and the children it would start."""
+    body = _rerun_body(from_step, input, version, None, True)
+    return Call("POST", _execution(execution_id, "/rerun"), _model(m.RerunPlan), json=body)
 
 
 def resume(execution_id: str) -> Call[m.ExecutionDetail]:

@@ -41,6 +41,28 @@ class CancelExecution(_Body):
     reason: str | None = None
 
 
+class TerminateExecution(_Body):
+    """``POST /v1/executions/{id}/terminate``."""
+
+    reason: str | None = None
+
+
+class PauseExecution(_Body):
+    """``POST /v1/executions/{id}/pause``."""
+
+    reason: str | None = None
+
+
+class RerunExecution(_Body):
+    """``POST /v1/executions/{id}/rerun``."""
+
+    from_step: str | None = Field(default=None, min_length=1)
+    input: Any = None
+    version: str | None = Field(default=None, min_length=1)
+    reason: str | None = None
+    dry_run: bool = False
+
+
 class SendSignal(_Body):
     """``POST /v1/executions/{id}/signals/{name}``."""
 
@@ -95,6 +117,7 @@ class ListQuery(BaseModel):
     limit: int = 100
     cursor: str | None = None
     counts: bool = False  # also answer how many executions the store holds by status
+    paused: bool | None = None
 
 
 class HistoryQuery(BaseModel):
@@ -186,6 +209,23 @@ class History(BaseModel):
     execution_id: str
     run: int
     events: list[dict[str, Any]]
+
+
+class RerunStarted(BaseModel):
+    """The answer to a rerun: the execution and the number of the run that started."""
+
+    execution_id: str
+    run: int
+
+
+class RerunPlan(BaseModel):
+    """The answer to a rerun's dry run: the steps it would reuse and those it would run again
+    (in the definition's order), and the ids of the children it would start."""
+
+    from_step: str
+    reused: list[str]
+    rerun: list[str]
+    children: list[str]
 
 
 class SignalAccepted(BaseModel):

@@ -30,9 +30,15 @@ def compensate(ctx: Context) -> None:
     for index in range((position or 0) - 1, -1, -1):
         target = state.succeeded_order[index]
         plan = ctx.plan_of(target)
-        if plan.compensate is not None:
+        if plan.compensate is not None and not _reused_fan_out(ctx, target):
             _start_compensation(ctx, target)
             return
+
+
+def _reused_fan_out(ctx: Context, target: str) -> bool:
+    """A fan-out a rerun reused has no element units to undo one by one: the run that made
+    them owns their compensation (docs/decisions.md)."""
+    return target in ctx.state.reused and ctx.plan_of(target).for_each is not None
 
 
 def _start_compensation(ctx: Context, target: str) -> None:

@@ -10,6 +10,7 @@ from ..history import events as ev
 from ..history.state import ExecutionState, Unit
 from ..ir.plan import CompiledDefinition
 from .invocation import Invocation, child_execution_id, invocation
+from .operate import PARENT_TERMINATED
 
 
 @dataclass
@@ -19,6 +20,7 @@ class Effects:
     ready: list[Invocation] = field(default_factory=list)
     cancel_tokens: dict[str, str] = field(default_factory=dict)
     cancel_children: dict[str, str] = field(default_factory=dict)
+    terminate_children: dict[str, str] = field(default_factory=dict)
     finished: bool = False
 
 
@@ -43,6 +45,8 @@ def _ready(
 ) -> None:
     assert isinstance(e, ev.StepScheduled)
     unit = state.units[e.step]
+    if state.paused:  # it waits for the unpause, which makes it ready
+        return
     if unit.status == "scheduled" and unit.attempt == e.attempt and not state.finished:
         found = invocation(state, definition, e.step)
         if found is not None:
@@ -83,6 +87,33 @@ def _resolved(
         _cancel_tokens(unit, reason, out)
 
 
+def _unpaused(
+    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+) -> None:
+    """Everything that waited while the execution was paused is ready."""
+    if state.finished:
+        return
+    for unit in state.units.values():
+        if unit.status == "scheduled":
+            found = invocation(state, definition, unit.key)
+            if found is not None:
+                out.ready.append(found)
+
+
+def _terminated(
+    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+) -> None:
+    """Attempts in flight are stopped at their workers; running children are terminated."""
+    for unit in state.units.values():
+        if unit.resolved:
+            continue
+        _cancel_tokens(unit, "execution terminated", out)
+        plan = definition.plans[unit.step_id]
+        if plan.kind == "workflow" and unit.role != "compensate" and unit.tokens:
+            child = child_execution_id(state.execution_id, state.run, unit.key)
+            out.terminate_children[child] = PARENT_TERMINATED
+
+
 def _cancel_tokens(unit: Unit, reason: str, out: Effects) -> None:
     for token in unit.tokens:
         out.cancel_tokens.setdefault(token, reason)
@@ -94,4 +125,6 @@ _EFFECT = {
     "StepAttemptFailed": _timed_out,
     "StepSucceeded": _resolved,
     "StepFailed": _resolved,
+    "ExecutionUnpaused": _unpaused,
+    "WorkflowTerminated": _terminated,
 }

@@ -45,6 +45,8 @@ def rest_of(state: ExecutionState, definition: CompiledDefinition) -> Rest:
     units = state.units
     for key in chain(state.inflight, state.cleanup_inflight):  # the unresolved units only
         unit = units[key]
+        if state.paused and unit.status == "scheduled":
+            continue  # it waits for the unpause: a command
         if unit.status in _IN_HAND and unit_kind(definition, unit) in RUN_KINDS:
             if not _at_a_child(unit):
                 return Rest(wake, busy=True, rests=False)

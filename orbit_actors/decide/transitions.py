@@ -125,7 +125,7 @@ def next_run_events(state: ExecutionState, now: int) -> list[ev.Event]:
 
 
 def _refuse_if_finished(state: ExecutionState) -> None:
-    if state.status in ("completed", "failed", "cancelled", "timed_out"):
+    if state.status in ("completed", "failed", "cancelled", "timed_out", "terminated"):
         raise ExecutionFinishedError(state.status)
 
 
@@ -168,7 +168,7 @@ def dispatch(
     """``StepDispatched`` for a scheduled unit, with its deadline; None refuses a stale offer (the
     unit moved on, or the run aborts and the unit is not a cleanup unit)."""
     unit = state.units.get(key)
-    if state.finished or unit is None or unit.status != "scheduled":
+    if state.finished or state.paused or unit is None or unit.status != "scheduled":
         return None
     if attempt is not None and attempt != unit.attempt:
         return None
@@ -301,6 +301,10 @@ def child_finished(
     elif status == "cancelled":
         problem = error(
             "CHILD_CANCELLED", f"child workflow `{workflow}` was cancelled", details=details
+        )
+    elif status == "terminated":
+        problem = error(
+            "CHILD_TERMINATED", f"child workflow `{workflow}` was terminated", details=details
         )
     else:
         problem = error(

@@ -61,6 +61,7 @@ def _on_created(state: ExecutionState, e: ev.WorkflowCreated) -> None:
     state.execution_id, state.workflow, state.version = e.execution_id, e.workflow, e.version
     state.definition_hash, state.input, state.limits = e.definition_hash, e.input, e.limits
     state.parent, state.schedule_id, state.run = e.parent, e.schedule_id, e.run
+    state.rerun_of = e.rerun_of
 
 
 def _on_started(state: ExecutionState, e: ev.WorkflowStarted) -> None:
@@ -110,6 +111,31 @@ def _on_skipped(state: ExecutionState, e: ev.StepSkipped) -> None:
     record = _record(state, key.step_id, key.role)
     record.status = "skipped"
     _step_resolved(state, record)
+
+
+def _on_reused(state: ExecutionState, e: ev.StepReused) -> None:
+    """A reused step reads as one that succeeded: a unit with its output (so a later failure
+    compensates it, its effects being real) and a resolved step."""
+    key = UnitKey.parse(e.step)
+    if e.step in state.steps:
+        raise HistoryError(f"StepReused (seq {e.seq}) names step `{e.step}`, which has started")
+    unit = Unit(e.step, "main", key.step_id, None, None, scheduled_seq=e.seq)
+    unit.status, unit.output, unit.attempt = "succeeded", e.output, 1
+    state.units[e.step] = unit
+    record = _record(state, key.step_id, "main")
+    record.status, record.output, record.attempts = "succeeded", e.output, 1
+    state.succeeded_position[e.step] = len(state.succeeded_order)
+    state.succeeded_order.append(e.step)
+    state.reused[e.step] = e.from_run
+    _step_resolved(state, record)
+
+
+def _on_paused(state: ExecutionState, e: ev.ExecutionPaused) -> None:
+    state.paused, state.pause_reason = True, e.reason
+
+
+def _on_unpaused(state: ExecutionState, e: ev.ExecutionUnpaused) -> None:
+    state.paused, state.pause_reason = False, None
 
 
 def _on_fan_out(state: ExecutionState, e: ev.StepFanOut) -> None:
@@ -303,6 +329,11 @@ def _on_timed_out(state: ExecutionState, e: ev.WorkflowTimedOut) -> None:
     _close(state, e, "timed_out")
 
 
+def _on_terminated(state: ExecutionState, e: ev.WorkflowTerminated) -> None:
+    state.terminate_reason = e.reason
+    _close(state, e, "terminated")
+
+
 def _on_continued(state: ExecutionState, e: ev.WorkflowContinuedAsNew) -> None:
     state.next_input = e.input
     _close(state, e, "continued_as_new")
@@ -313,6 +344,7 @@ _APPLY: dict[str, Callable[[ExecutionState, Any], None]] = {
     "WorkflowStarted": _on_started,
     "StepScheduled": _on_scheduled,
     "StepSkipped": _on_skipped,
+    "StepReused": _on_reused,
     "StepFanOut": _on_fan_out,
     "StepDispatched": _on_dispatched,
     "StepSucceeded": _on_succeeded,
@@ -327,10 +359,13 @@ _APPLY: dict[str, Callable[[ExecutionState, Any], None]] = {
     "SignalReceived": _on_signal,
     "SignalDelivered": _on_signal_delivered,
     "CancelRequested": _on_cancel_requested,
+    "ExecutionPaused": _on_paused,
+    "ExecutionUnpaused": _on_unpaused,
     "LimitExceeded": _on_limit,
     "WorkflowCompleted": _on_completed,
     "WorkflowFailed": _on_failed,
     "WorkflowCancelled": _on_cancelled_run,
     "WorkflowTimedOut": _on_timed_out,
+    "WorkflowTerminated": _on_terminated,
     "WorkflowContinuedAsNew": _on_continued,
 }

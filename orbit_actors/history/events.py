@@ -58,8 +58,16 @@ class _Event(_Frozen):
     timestamp_ms: int
 
 
+class RerunOf(_Frozen):
+    """The run a rerun repeats, and the step it reruns from."""
+
+    run: int
+    from_step: str
+
+
 class WorkflowCreated(_Event):
-    """The run exists: its definition, input and effective limits."""
+    """The run exists: its definition, input and effective limits (and, for a rerun, the run it
+    repeats)."""
 
     type: Literal["WorkflowCreated"] = "WorkflowCreated"
     execution_id: str
@@ -71,6 +79,7 @@ class WorkflowCreated(_Event):
     parent: ParentRef | None = _optional()
     schedule_id: str | None = _optional()
     run: int = 1
+    rerun_of: RerunOf | None = _optional()
 
 
 class WorkflowStarted(_Event):
@@ -95,6 +104,28 @@ class StepSkipped(_Event):
 
     type: Literal["StepSkipped"] = "StepSkipped"
     step: str
+
+
+class StepReused(_Event):
+    """A rerun takes a step's output from the run it repeats: the step is not dispatched."""
+
+    type: Literal["StepReused"] = "StepReused"
+    step: str
+    output: Any
+    from_run: int
+
+
+class ExecutionPaused(_Event):
+    """An operator paused the execution: nothing new is dispatched until it is unpaused."""
+
+    type: Literal["ExecutionPaused"] = "ExecutionPaused"
+    reason: str | None = _optional()
+
+
+class ExecutionUnpaused(_Event):
+    """The execution was unpaused: what waited is dispatched."""
+
+    type: Literal["ExecutionUnpaused"] = "ExecutionUnpaused"
 
 
 class StepFanOut(_Event):
@@ -252,6 +283,13 @@ class WorkflowTimedOut(_Event):
     type: Literal["WorkflowTimedOut"] = "WorkflowTimedOut"
 
 
+class WorkflowTerminated(_Event):
+    """Terminal: an operator ended the run at once (no compensation, no handlers)."""
+
+    type: Literal["WorkflowTerminated"] = "WorkflowTerminated"
+    reason: str
+
+
 class WorkflowContinuedAsNew(_Event):
     """Terminal for this run: run ``next_run`` starts with ``input``."""
 
@@ -265,6 +303,7 @@ Event = Annotated[
     | WorkflowStarted
     | StepScheduled
     | StepSkipped
+    | StepReused
     | StepFanOut
     | StepDispatched
     | StepSucceeded
@@ -279,11 +318,14 @@ Event = Annotated[
     | SignalReceived
     | SignalDelivered
     | CancelRequested
+    | ExecutionPaused
+    | ExecutionUnpaused
     | LimitExceeded
     | WorkflowCompleted
     | WorkflowFailed
     | WorkflowCancelled
     | WorkflowTimedOut
+    | WorkflowTerminated
     | WorkflowContinuedAsNew,
     Field(discriminator="type"),
 ]
@@ -295,6 +337,7 @@ TERMINAL_TYPES = frozenset(
         "WorkflowFailed",
         "WorkflowCancelled",
         "WorkflowTimedOut",
+        "WorkflowTerminated",
         "WorkflowContinuedAsNew",
     }
 )

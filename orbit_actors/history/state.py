@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .events import EffectiveLimits, ErrorInfo, ParentRef
+from .events import EffectiveLimits, ErrorInfo, ParentRef, RerunOf
 
 Role = Literal["main", "compensate", "handler"]
 UnitStatus = Literal[
@@ -21,7 +21,9 @@ UnitStatus = Literal[
     "uncertain", "skipped", "cancelled", "waiting",
 ]  # fmt: skip
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
-RunStatus = Literal["running", "completed", "failed", "cancelled", "timed_out", "continued_as_new"]
+RunStatus = Literal[
+    "running", "completed", "failed", "cancelled", "timed_out", "terminated", "continued_as_new"
+]
 AbortKind = Literal["failure", "cancel", "timeout", "limit"]
 
 RESOLVED_UNIT: frozenset[str] = frozenset({"succeeded", "failed", "skipped", "cancelled"})
@@ -180,6 +182,11 @@ class ExecutionState:
     output: Any = None
     error: ErrorInfo | None = None
     cancel_reason: str | None = None
+    paused: bool = False
+    pause_reason: str | None = None
+    terminate_reason: str | None = None
+    rerun_of: RerunOf | None = None
+    reused: dict[str, int] = field(default_factory=dict)  # step id -> the run it came from
     next_input: Any = None
     units: dict[str, Unit] = field(default_factory=dict)
     steps: dict[str, StepRecord] = field(default_factory=dict)

@@ -21,6 +21,7 @@ _FINISHED = {
     "WorkflowFailed": (logging.WARNING, "execution failed"),
     "WorkflowCancelled": (logging.INFO, "execution cancelled"),
     "WorkflowTimedOut": (logging.WARNING, "execution timed out"),
+    "WorkflowTerminated": (logging.WARNING, "execution terminated"),
     "WorkflowContinuedAsNew": (logging.INFO, "execution continued as new"),
 }
 _STEPS = {
@@ -28,6 +29,8 @@ _STEPS = {
     "StepAttemptUncertain": (logging.WARNING, "attempt uncertain"),
     "StepFailed": (logging.WARNING, "step failed"),
     "LimitExceeded": (logging.WARNING, "limit exceeded"),
+    "ExecutionPaused": (logging.INFO, "execution paused"),
+    "ExecutionUnpaused": (logging.INFO, "execution unpaused"),
 }
 
 

@@ -30,6 +30,7 @@ _FINISHED = {
     "WorkflowFailed": "failed",
     "WorkflowCancelled": "cancelled",
     "WorkflowTimedOut": "timed_out",
+    "WorkflowTerminated": "terminated",
 }
 _STEP_OUTCOMES = {
     "StepSucceeded": "succeeded",

@@ -32,7 +32,7 @@ from ..history.events import Event
 from ..history.state import ExecutionState
 
 _RUN_ENDS = (ev.WorkflowCompleted, ev.WorkflowFailed, ev.WorkflowCancelled, ev.WorkflowTimedOut,
-             ev.WorkflowContinuedAsNew)  # fmt: skip
+             ev.WorkflowTerminated, ev.WorkflowContinuedAsNew)  # fmt: skip
 AttemptEnd = ev.StepSucceeded | ev.StepAttemptFailed | ev.StepCancelled
 # Ended children whose parent is remembered: a grandchild cancelled because its parent aborted
 # ends after that parent.

@@ -141,7 +141,11 @@ async def list_executions(call: Call) -> Answer:
         known = ", ".join(sorted(EXECUTION_STATUSES))
         raise InvalidRequestError(f"status: unknown status `{query.status}`; known: {known}")
     page = await call.runtime.list_executions(
-        status=query.status, workflow=query.workflow, limit=query.limit, cursor=query.cursor
+        status=query.status,
+        workflow=query.workflow,
+        limit=query.limit,
+        cursor=query.cursor,
+        paused=query.paused,
     )
     executions = [body_of(row_summary(row)) for row in page.executions]
     answer: dict[str, Any] = {"executions": executions, "next_cursor": page.next_cursor}
@@ -180,6 +184,41 @@ async def cancel_execution(call: Call) -> Answer:
     body: m.CancelExecution = call.body or m.CancelExecution()
     reason = body.reason or "cancelled by request"
     return 202, body_of(await call.runtime.cancel(call.params["execution_id"], reason))
+
+
+async def terminate_execution(call: Call) -> Answer:
+    """Terminate an execution at once."""
+    body: m.TerminateExecution = call.body or m.TerminateExecution()
+    reason = body.reason or "terminated by request"
+    return 202, body_of(await call.runtime.terminate(call.params["execution_id"], reason))
+
+
+async def pause_execution(call: Call) -> Answer:
+    """Pause an execution."""
+    body: m.PauseExecution = call.body or m.PauseExecution()
+    return 202, body_of(await call.runtime.pause(call.params["execution_id"], body.reason))
+
+
+async def unpause_execution(call: Call) -> Answer:
+    """Unpause an execution."""
+    return 202, body_of(await call.runtime.unpause(call.params["execution_id"]))
+
+
+async def rerun_execution(call: Call) -> Answer:
+    """Rerun a finished execution from a step (``dry_run``: say what it would do)."""
+    body: m.RerunExecution = call.body or m.RerunExecution()
+    execution_id = call.params["execution_id"]
+    answer = await call.runtime.rerun(
+        execution_id, from_step=body.from_step, input=body.input, version=body.version,
+        dry_run=body.dry_run,
+    )  # fmt: skip
+    if isinstance(answer, int):
+        return 202, {"execution_id": execution_id, "run": answer}
+    plan = m.RerunPlan(
+        from_step=answer.from_step, reused=answer.reused, rerun=answer.rerun,
+        children=answer.children,
+    )  # fmt: skip
+    return 200, body_of(plan)
 
 
 async def resume_execution(call: Call) -> Answer:
@@ -308,6 +347,16 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {200: m.ExecutionResult}, query=m.WaitQuery, errors=(404, 408)),
     Endpoint("POST", f"{_EXECUTION}/cancel", cancel_execution, "Cancel an execution",
              {202: m.ExecutionDetail}, body=m.CancelExecution, errors=(404, 409)),
+    Endpoint("POST", f"{_EXECUTION}/terminate", terminate_execution,
+             "Terminate an execution at once", {202: m.ExecutionDetail},
+             body=m.TerminateExecution, errors=(404, 409)),
+    Endpoint("POST", f"{_EXECUTION}/pause", pause_execution, "Pause an execution",
+             {202: m.ExecutionDetail}, body=m.PauseExecution, errors=(404, 409)),
+    Endpoint("POST", f"{_EXECUTION}/unpause", unpause_execution, "Unpause an execution",
+             {202: m.ExecutionDetail}, errors=(404, 409)),
+    Endpoint("POST", f"{_EXECUTION}/rerun", rerun_execution,
+             "Rerun a finished execution from a step", {202: m.RerunStarted, 200: m.RerunPlan},
+             body=m.RerunExecution, errors=(400, 404, 409, 413)),
     Endpoint("POST", f"{_EXECUTION}/resume", resume_execution, "Resume a quarantined execution",
              {202: m.ExecutionDetail}, errors=(404, 409)),
     Endpoint("POST", f"{_EXECUTION}/signals/{{name}}", send_signal, "Send a signal",

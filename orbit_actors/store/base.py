@@ -15,7 +15,7 @@ from ..errors import StorageError
 from ..history.events import Event
 
 PutOutcome = Literal["created", "unchanged", "conflict"]
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "timed_out"})
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "timed_out", "terminated"})
 EXECUTION_STATUSES = frozenset({"running", *TERMINAL_STATUSES})
 KEPT_CLAIMS = 100
 """Fired occurrence claims kept per schedule; older ones are settled (the scheduler never fires
@@ -60,6 +60,7 @@ class ExecutionRow:
     last_seq: int = 0
     wake_at_ms: int | None = None  # when it next needs deciding on its own (decide/rest.py)
     busy: bool = True  # something in flight or ready: a restart brings it back at once
+    paused: bool = False  # an operator paused it (operations.md, "Pause")
 
 
 class WakeEntry(NamedTuple):
@@ -195,6 +196,7 @@ class Store(Protocol):
         workflow: str | None = None,
         limit: int = 100,
         cursor: str | None = None,
+        paused: bool | None = None,
     ) -> ExecutionPage:
         """Executions newest first, filtered; ``limit`` is clamped to 1..1000."""
         ...

@@ -39,7 +39,7 @@ def decode_cursor(cursor: str | None) -> int | None:
 
 def page_query(
     columns: str, status: str | None, workflow: str | None, limit: int, before: int | None,
-    mark: str,
+    mark: str, paused: bool | None = None,
 ) -> tuple[str, list[Any]]:  # fmt: skip
     """The query of a page of executions newest first, filtered (``ord`` then ``columns`` of
     the summary row; ``limit`` rows at most; ``mark`` is the engine's placeholder), and its
@@ -50,6 +50,8 @@ def page_query(
         if value is not None:
             where.append(f"{column} = {mark}")
             args.append(value)
+    if paused is not None:
+        where.append("paused" if paused else "NOT paused")
     if before is not None:
         where.append(f"ord < {mark}")
         args.append(before)

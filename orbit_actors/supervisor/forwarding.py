@@ -53,6 +53,26 @@ class CancelCommand(_Command):
     reason: str
 
 
+class TerminateCommand(_Command):
+    """Terminate the execution."""
+
+    kind: Literal["terminate"] = "terminate"
+    reason: str
+
+
+class PauseCommand(_Command):
+    """Pause the execution."""
+
+    kind: Literal["pause"] = "pause"
+    reason: str | None = None
+
+
+class UnpauseCommand(_Command):
+    """Unpause the execution."""
+
+    kind: Literal["unpause"] = "unpause"
+
+
 class ResumeCommand(_Command):
     """Resume a quarantined execution."""
 
@@ -99,6 +119,9 @@ class WaitCommand(_Command):
 Forwarded = Annotated[
     SignalCommand
     | CancelCommand
+    | TerminateCommand
+    | PauseCommand
+    | UnpauseCommand
     | ResumeCommand
     | ResultCommand
     | WaitCommand

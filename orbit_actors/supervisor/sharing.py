@@ -21,40 +21,39 @@ tasks can run.
 from __future__ import annotations
 
 import logging
-from contextlib import suppress
 from typing import Any
 
 import trio
 
 from ..actors import commands as cmd
 from ..actors.clock import Clock
-from ..actors.execution import execution_of, new_token
+from ..actors.execution import new_token
 from ..actors.pool import Offer, QueueKey, WorkerPool, queue_key
 from ..decide.invocation import TaskInvocation
-from ..decide.transitions import Verdict
 from ..errors import OrbitError, OwnerUnavailableError
-from ..history.events import ErrorInfo
 from ..mailbox import Reply
 from ..store.cluster import Cluster, ReadyTask
 from ..wire.messages import Task
 from . import forwarding as fw
 from .forwarding import Forwarder
 from .registry import Registry
+from .router import Remote, Router
 
 log = logging.getLogger("orbit.cluster")
 CLAIM_BATCH = 256
 LOST_SERVER = "the server its worker was connected to stopped"
 
 
-class TaskSharing:
+class TaskSharing(Remote):
     """One server's part in the shared task queue (see the module docstring)."""
 
     def __init__(
-        self, cluster: Cluster, forwarder: Forwarder, registry: Registry, pool: WorkerPool,
-        clock: Clock,
+        self, cluster: Cluster, forwarder: Forwarder, router: Router, registry: Registry,
+        pool: WorkerPool, clock: Clock,
     ) -> None:  # fmt: skip
         self._cluster = cluster
         self._forwarder = forwarder
+        self._router = router
         self._registry = registry
         self._pool = pool
         self._clock = clock
@@ -172,7 +171,7 @@ class TaskSharing:
             # the owner may have dispatched it to the session here without the task reaching
             # it: have the attempt made uncertain, so that it is redelivered
             log.warning("a claimed unit of %s: %s", offer.execution_id, exc)
-            await self._forward_uncertain(offer.execution_id, token, str(exc))
+            await self._router.forward_uncertain(offer.execution_id, token, str(exc))
         except OrbitError as exc:
             log.info("a claimed unit of %s was not dispatched: %s", offer.execution_id, exc)
         if task is None:
@@ -180,9 +179,9 @@ class TaskSharing:
         else:
             self._pool.push(Task.model_validate(task), self._clock.now_ms())
 
-    async def dispatch_here(self, execution_id: str, c: fw.OfferCommand) -> Any:
-        """As the owner: dispatch a unit another server claimed to its session; the task as
-        data, or None for a stale offer."""
+    async def dispatch_here(self, execution_id: str, c: fw.OfferCommand) -> Task | None:
+        """As the owner: dispatch a unit another server claimed to its session; the task, or
+        None for a stale offer."""
         task: Task | None = await self._registry.request(
             execution_id,
             cmd.RemoteOffer(c.key, c.attempt, c.token, c.worker_id, c.session_id, reply=Reply()),
@@ -192,50 +191,13 @@ class TaskSharing:
         server = server_of_session(c.session_id)
         if server is not None:
             self._remote.setdefault(server, {})[c.token] = execution_id
-        return task.model_dump(mode="json")
+        return task
 
-    def answered(self, token: str, session_id: str | None = None) -> None:
+    def answered(self, token: str) -> None:
         """As the owner: a remote token was answered (its result or its loss came back)."""
         for tokens in self._remote.values():
             if tokens.pop(token, None) is not None:
                 return
-
-    # -- results and losses of sessions here, for executions owned elsewhere ---------------
-    async def report_result(
-        self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None
-    ) -> Verdict:
-        """A worker's result over the WebSocket: recorded here or by the token's owner; the
-        session's slot here is freed either way."""
-        execution_id = execution_of(token)
-        if execution_id is None or execution_id in self._registry:
-            return await self._registry.report_result(token, worker_id, output, failure)
-        owner = await self._forwarder.owner_elsewhere(execution_id)
-        if owner is None:
-            return await self._registry.report_result(token, worker_id, output, failure)
-        command = fw.ResultCommand(token=token, worker_id=worker_id, output=output, failure=failure)
-        try:
-            answer = await self._forwarder.forward(owner, execution_id, command)
-        finally:
-            self._pool.settle(token)
-        return Verdict(**answer)
-
-    def mark_uncertain(self, token: str, reason: str) -> None:
-        """A session here was lost: its attempts are uncertain, here or at their owner."""
-        execution_id = execution_of(token)
-        if execution_id is None or execution_id in self._registry or self._nursery is None:
-            self._registry.mark_uncertain(token, reason)
-            return
-        self._nursery.start_soon(self._forward_uncertain, execution_id, token, reason)
-
-    async def _forward_uncertain(self, execution_id: str, token: str, reason: str) -> None:
-        with suppress(OrbitError):  # its owner is gone too: its successor makes it uncertain
-            owner = await self._forwarder.owner_elsewhere(execution_id)
-            if owner is None:
-                self._registry.mark_uncertain(token, reason)
-                return
-            await self._forwarder.forward(
-                owner, execution_id, fw.UncertainCommand(token=token, reason=reason)
-            )
 
 
 def server_of_session(session_id: str) -> str | None:

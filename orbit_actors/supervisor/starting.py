@@ -111,7 +111,7 @@ class Starter:
             )
         events = pure.start_run(
             definition, execution_id=execution_id, input=input, now=self._now_ms(),
-            limits=self._effective_limits(definition), parent=parent, schedule_id=schedule_id,
+            limits=self.effective_limits(definition), parent=parent, schedule_id=schedule_id,
         )  # fmt: skip
         try:
             with trio.CancelScope(shield=True):  # a stored execution always gets its actor
@@ -120,7 +120,8 @@ class Starter:
             return self._existing(execution_id, definition, await self._row(execution_id))
         return execution_id, True
 
-    def _effective_limits(self, definition: CompiledDefinition) -> EffectiveLimits:
+    def effective_limits(self, definition: CompiledDefinition) -> EffectiveLimits:
+        """The limits a run of ``definition`` gets: the stricter of the server's and its own."""
         limits = self._effective.get(definition.definition_hash)
         if limits is None:  # fixed per definition: worked out once
             limits = pure.effective_limits(self._limits.limits, definition)

@@ -96,6 +96,11 @@ class Waiters:
             waiter.result = result
             waiter.done.set()
 
+    def forget(self, execution_id: str) -> None:
+        """The execution runs again (a rerun): what was kept of its end no longer holds."""
+        self._recent.pop(execution_id, None)
+        self._states.pop(execution_id, None)
+
     def _drop(self, execution_id: str, waiter: _Waiter) -> None:
         """Forget a waiter of an execution that will never finish here (unknown or ended)."""
         if self.pending.get(execution_id) is waiter:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from ..decide import operate
 from ..decide import transitions as cmd
 from ..decide.decider import decide, decide_to_fixpoint, next_wakeup
 from ..decide.invocation import Invocation, invocation
 from ..decide.query import evaluate_query
+from ..decide.rerun import RerunPlan, plan_rerun, rerun_events
 from ..history import events as ev
 from ..history.apply import apply, replay
 from ..history.state import ExecutionState, Unit
@@ -59,6 +61,39 @@ class Driver:
         if self.state.status == "continued_as_new":
             self._roll_over()
         return [*events, *decided]
+
+    def terminate(self, reason: str = "terminated by request") -> list[ev.Event]:
+        """Terminate the execution."""
+        return self.record(operate.terminate(self.state, reason, self.now))
+
+    def pause(self, reason: str | None = None) -> list[ev.Event]:
+        """Pause the execution."""
+        return self.record(operate.pause(self.state, reason, self.now))
+
+    def unpause(self) -> list[ev.Event]:
+        """Unpause the execution."""
+        return self.record(operate.unpause(self.state, self.execution_id, self.now))
+
+    def plan_rerun(
+        self, from_step: str | None = None, definition: CompiledDefinition | None = None
+    ) -> RerunPlan:
+        """What a rerun of the finished run would do (the dry run)."""
+        return plan_rerun(self.state, self.definition, definition or self.definition, from_step)
+
+    def rerun(
+        self, from_step: str | None = None, *, input: Any = None,
+        definition: CompiledDefinition | None = None,
+    ) -> RerunPlan:  # fmt: skip
+        """Rerun the finished run from a step: the next run starts (on ``definition`` when
+        given) with the reused steps' outputs, and is decided."""
+        new = definition or self.definition
+        plan = self.plan_rerun(from_step, new)
+        limits = cmd.effective_limits(self.server_limits, new)
+        first = rerun_events(self.state, plan, new, input=input, limits=limits, now=self.now)
+        self.runs.append(self.history)
+        self.state, self.history, self.definition = ExecutionState(), [], new
+        self.record(first)
+        return plan
 
     def _apply(self, event: ev.Event) -> None:
         apply(self.state, event)

@@ -101,6 +101,9 @@ class MemoryStore:
                 last_seq=last_seq,
                 wake_at_ms=row.wake_at_ms,
                 busy=row.busy,
+                paused=row.paused,
+                version=row.version,
+                definition_hash=row.definition_hash,
             ),
         )
 
@@ -167,6 +170,7 @@ class MemoryStore:
         workflow: str | None = None,
         limit: int = 100,
         cursor: str | None = None,
+        paused: bool | None = None,
     ) -> ExecutionPage:
         """Executions newest first, filtered."""
         await trio.lowlevel.checkpoint()
@@ -177,6 +181,7 @@ class MemoryStore:
             for order, row in rows
             if status in (None, row.status)
             and workflow in (None, row.workflow)
+            and paused in (None, row.paused)
             and (before is None or order < before)
         ][: limit + 1]
         next_cursor = encode_cursor(chosen[limit - 1][0]) if len(chosen) > limit else None

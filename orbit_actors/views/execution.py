@@ -46,6 +46,7 @@ def row_of(state: ExecutionState) -> ExecutionRow:
         parent_id=parent.execution_id if parent else None,
         schedule_id=state.schedule_id,
         last_seq=state.last_seq,
+        paused=state.paused,
     )
 
 
@@ -55,6 +56,7 @@ def row_summary(row: ExecutionRow) -> ExecutionSummary:
         execution_id=row.execution_id, workflow=row.workflow, version=row.version,
         status=row.status, run=row.run, started_at_ms=row.started_at_ms,
         closed_at_ms=row.closed_at_ms, parent_id=row.parent_id, schedule_id=row.schedule_id,
+        paused=bool(row.paused),
     )  # fmt: skip
 
 
@@ -69,7 +71,7 @@ def _summary_fields(state: ExecutionState) -> dict[str, Any]:
         "version": state.version, "status": _status(state), "run": state.run,
         "started_at_ms": state.started_at_ms, "closed_at_ms": _closed_at(state),
         "parent_id": state.parent.execution_id if state.parent else None,
-        "schedule_id": state.schedule_id,
+        "schedule_id": state.schedule_id, "paused": state.paused,
     }  # fmt: skip
 
 
@@ -87,6 +89,8 @@ def terminal_error(state: ExecutionState, definition: CompiledDefinition) -> Res
     it (the error its handlers saw); None while it runs or once it completed."""
     if state.status == "failed" and state.error is not None:
         found = state.error
+    elif state.status == "terminated":
+        return ResultError(code="TERMINATED", message=state.terminate_reason or "terminated")
     elif state.status in ("cancelled", "timed_out"):
         cause = abort_cause(state, definition)
         if cause is None:  # a history always marks why it aborted; say what is known

@@ -26,6 +26,7 @@ class ExecutionSummary(BaseModel):
     closed_at_ms: int | None
     parent_id: str | None
     schedule_id: str | None
+    paused: bool = False
 
 
 class ResultError(BaseModel):

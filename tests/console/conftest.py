@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from orbit_actors.cli_api import deploy_paths
+from orbit_actors.cli import deploy_paths
 
 from ..e2e.harness import ROOT, ServerProcess, WorkerProcess, wait_until
 

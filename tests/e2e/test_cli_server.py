@@ -76,7 +76,7 @@ def test_an_unreachable_server_is_one_line(tmp_path: Path) -> None:
         [sys.executable, "-m", "orbit_actors.cli", "list"], capture_output=True, text=True,
         env={"ORBIT_URL": "http://127.0.0.1:1", "PATH": "/usr/bin:/bin"}, cwd=ROOT, timeout=60,
     )  # fmt: skip
-    assert result.returncode == 1 and result.stderr.startswith("error: UNAVAILABLE: cannot reach")
+    assert result.returncode == 3 and result.stderr.startswith("error: UNAVAILABLE: cannot reach")
 
 
 def test_a_server_that_cannot_bind_says_so_in_one_line(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orbit_actors.cli_api import deploy_paths
+from orbit_actors.cli import deploy_paths
 
 from .harness import ROOT, ServerProcess, WorkerProcess
 

@@ -5,13 +5,14 @@ their point is to catch a decider that no longer explains yesterday's histories.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from orbit_actors.decide import child_finished
-from orbit_actors.history.events import event_to_dict
-from orbit_actors.ir import compile_source
+from orbit_actors.history.events import ErrorInfo, event_to_dict
+from orbit_actors.ir import CompiledDefinition, compile_source
 from orbit_actors.testing import Driver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +116,89 @@ def countdown_three_runs() -> Driver:
     return d
 
 
+# -- reruns (operations.md, "Rerun from a step") -----------------------------------------------
+def pipeline(version: str = "") -> CompiledDefinition:
+    return compile_source((HERE / "definitions" / f"pipeline{version}.yaml").read_text())
+
+
+def _pipeline_fails_at_transform(execution_id: str) -> Driver:
+    d = Driver(pipeline(), execution_id=execution_id).start({"source": "s3://a"})
+    d.run_task("extract", {"rows": 3})
+    d.fail(d.dispatch("transform"), "BAD_ROW", "row 2 is malformed", retryable=False)
+    return d
+
+
+def pipeline_rerun_failed_sequential_step() -> Driver:
+    d = _pipeline_fails_at_transform("etl-1")
+    d.rerun()  # from transform: extract is reused
+    d.run_task("transform", {"rows": 3})
+    d.run_task("load", {"count": 3})
+    return d
+
+
+def pipeline_rerun_with_new_input() -> Driver:
+    d = _pipeline_fails_at_transform("etl-2")
+    d.rerun("extract", input={"source": "s3://b"})
+    d.run_task("extract", {"rows": 4})
+    d.run_task("transform", {"rows": 4})
+    d.run_task("load", {"count": 4})
+    return d
+
+
+def pipeline_rerun_on_another_version() -> Driver:
+    d = _pipeline_fails_at_transform("etl-3")
+    d.rerun(definition=pipeline("_v2"))
+    d.run_task("transform", {"rows": 3})
+    d.run_task("load", {"count": 3})
+    d.run_task("check", {"rows": 3})
+    return d
+
+
+def pipeline_rerun_timed_out_run() -> Driver:
+    d = Driver(pipeline(), execution_id="etl-4").start({"source": "s3://a"})
+    d.run_task("extract", {"rows": 3})
+    d.run_task("transform", {"rows": 3})
+    d.dispatch("load")
+    d.advance(3_600_000)  # the run's timeout: load is cancelled
+    d.rerun()  # from load: extract and transform are reused
+    d.run_task("load", {"count": 3})
+    return d
+
+
+def batch_rerun_failed_fan_out_element() -> Driver:
+    d = load("batch.yaml", execution_id="batch-2").start({"images": ["a.png", "b.png"]})
+    d.complete(d.dispatch("resize[0]"), {"url": "u0", "bytes": 10})
+    d.fail(d.dispatch("resize[1]"), "CORRUPT", "b.png is not an image", retryable=False)
+    d.rerun()  # from resize: the fan-out is decided again, every element with a new key
+    d.complete(d.dispatch("resize[0]"), {"url": "u0", "bytes": 10})
+    d.complete(d.dispatch("resize[1]"), {"url": "u1", "bytes": 11})
+    d.run_task("summarize", {})
+    return d
+
+
+def month_end_rerun_failed_child() -> Driver:
+    customers = [{"id": "c1", "amount": 10.0}, {"id": "c2", "amount": 20.0}]
+    d = load("month_end.yaml", execution_id="me-2026-12").start(
+        {"month": "2026-12", "customers": customers}
+    )
+    d.run_task("close", {})
+    _child_ends(d, 0, "me-2026-12.invoices.0", "completed")
+    _child_ends(d, 1, "me-2026-12.invoices.1", "failed")
+    d.rerun()  # from invoices: close is reused, the children start again under run 2's ids
+    for index in range(2):
+        _child_ends(d, index, f"me-2026-12.run2.invoices.{index}", "completed")
+    return d
+
+
+def _child_ends(d: Driver, index: int, child: str, status: str) -> None:
+    key = f"invoices[{index}]"
+    d.dispatch(key, "orbit-runtime", f"child:{child}")
+    failure = ErrorInfo(code="RENDER_FAILED", message="no template") if status == "failed" else None
+    output = {"invoice_id": f"inv-{index}"} if status == "completed" else None
+    d.record(child_finished(d.state, key, workflow="invoice", child_id=child, status=status,
+                            output=output, failure=failure, now=d.now))  # fmt: skip
+
+
 SCENARIOS: dict[str, Callable[[], Driver]] = {
     "order_saga_completes": order_saga_completes,
     "order_saga_compensates": order_saga_compensates,
@@ -123,11 +207,22 @@ SCENARIOS: dict[str, Callable[[], Driver]] = {
     "batch_with_retry_and_redelivery": batch_with_retry_and_redelivery,
     "month_end_with_children": month_end_with_children,
     "countdown_three_runs": countdown_three_runs,
+    "pipeline_rerun_failed_sequential_step": pipeline_rerun_failed_sequential_step,
+    "pipeline_rerun_with_new_input": pipeline_rerun_with_new_input,
+    "pipeline_rerun_on_another_version": pipeline_rerun_on_another_version,
+    "pipeline_rerun_timed_out_run": pipeline_rerun_timed_out_run,
+    "batch_rerun_failed_fan_out_element": batch_rerun_failed_fan_out_element,
+    "month_end_rerun_failed_child": month_end_rerun_failed_child,
 }
 EXAMPLE_OF = {
     "order_saga": "order_saga.yaml", "approval": "approval.yaml", "batch": "batch.yaml",
     "month_end": "month_end.yaml", "countdown": "countdown.yaml",
+    "pipeline": "../tests/golden/definitions/pipeline.yaml",
 }  # fmt: skip
+RUN_DEFINITION = {
+    ("pipeline_rerun_on_another_version", 2): "../tests/golden/definitions/pipeline_v2.yaml",
+}
+"""A run of a scenario that runs on another definition than its first run."""
 
 
 def write(name: str, force: bool = False) -> list[Path]:
@@ -139,7 +234,8 @@ def write(name: str, force: bool = False) -> list[Path]:
         path = HERE / (f"{name}.jsonl" if not driver.runs else f"{name}.run{number}.jsonl")
         if path.exists() and not force:
             continue
-        lines = [json.dumps({"definition": f"examples/{example}"})]
+        source = RUN_DEFINITION.get((name, number), example)
+        lines = [json.dumps({"definition": os.path.normpath(f"examples/{source}")})]
         lines += [json.dumps(event_to_dict(e), sort_keys=True) for e in history]
         path.write_text("\n".join(lines) + "\n")
         written.append(path)

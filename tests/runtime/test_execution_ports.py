@@ -96,7 +96,8 @@ class Fakes:
 
         return ExecutionPorts(
             store=self.store, clock=Clock(0), instance_id="i", pool=self.pool, adopt=nothing,
-            cancel_tokens=nothing, start_child=nothing, cancel_child=nothing, run_http=nothing,
+            cancel_tokens=nothing, start_child=nothing, cancel_child=nothing,
+            terminate_child=nothing, run_http=nothing,
             committed=committed, finished=finished,
         )  # fmt: skip
 

@@ -5,6 +5,7 @@ import { api, segment } from "./api.js";
 import { h, replace, errorBox, jsonBlock } from "./dom.js";
 import { schemaForm } from "./schemaform.js";
 import { validate, SchemaViolation } from "./schema.js";
+import { operateCards } from "./operate.js";
 
 function outcomeArea() {
   return h("div", { class: "outcome", "aria-live": "polite" });
@@ -113,10 +114,11 @@ export function actions(detail, ir, changed) {
     for (const [name, schema] of signals) parts.push(signalForm(detail.execution_id, name, schema, changed));
     parts.push(cancelForm(detail.execution_id, changed));
   }
+  parts.push(...operateCards(detail, ir, changed));
   if (queries.length) {
     parts.push(h("div", { class: "card" }, h("h3", {}, "Queries"),
       h("ul", { class: "plain" }, queries.map(([name, expression]) => queryRow(detail.execution_id, name, expression)))));
   }
-  if (!parts.length) parts.push(h("p", { class: "muted" }, "Nothing to do: it has finished and declares no queries."));
+  if (!parts.length) parts.push(h("p", { class: "muted" }, "Nothing to do."));
   return h("div", { class: "actions" }, parts);
 }

@@ -33,9 +33,9 @@ from .schema import Conn
 
 ROW_COLUMNS = ", ".join(field.name for field in fields(ExecutionRow))
 _TYPES = ("text", "text", "text", "text", "text", "int", "bigint", "bigint", "text", "text",
-          "int", "bigint", "bool", "text", "bigint")  # fmt: skip  # ROW_COLUMNS', owner's
+          "int", "bigint", "bool", "bool", "text", "bigint")  # fmt: skip  # ROW_COLUMNS', owner's
 _POSITIONS = (
-    "SELECT execution_id, run, last_seq, owner_epoch FROM executions "
+    "SELECT execution_id, run, last_seq, owner_epoch, status = 'running' FROM executions "
     "WHERE execution_id = ANY(%b) "
     "ORDER BY execution_id FOR UPDATE"  # one lock order for every process: no deadlock
 )
@@ -44,7 +44,9 @@ _UPSERT_EXECUTIONS = (
     + ", ".join(f"%b::{kind}[]" for kind in _TYPES)
     + ") ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, "
     "run = excluded.run, closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
-    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy "
+    "version = excluded.version, definition_hash = excluded.definition_hash, "
+    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy, paused = excluded.paused, "
+    "owner = excluded.owner, owner_epoch = excluded.owner_epoch "
     "RETURNING execution_id, xmax = 0"  # xmax is 0 for a row this statement inserted
 )
 _INSERT_SEGMENTS = (
@@ -63,6 +65,7 @@ class Position(NamedTuple):
     run: int
     last_seq: int
     owner_epoch: int | None = None
+    running: bool = True
 
 
 class Owner(NamedTuple):
@@ -98,7 +101,7 @@ class CommitBatcher:
         one of its new executions meanwhile."""
         ids = sorted({w.commit.row.execution_id for w in works})
         found = conn.execute(_POSITIONS, (ids,)).fetchall()
-        staged = _Staged({i: Position(r, s, o) for i, r, s, o in found}, set(), {}, [], [])
+        staged = _Staged({i: Position(r, s, o, u) for i, r, s, o, u in found}, set(), {}, [], [])
         for work in works:
             _stage(staged, work, self.owner)
         if not staged.summaries:
@@ -122,8 +125,12 @@ def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
     if work.refused:
         return
     if owner is not None and current is not None and current.owner_epoch != owner.epoch:
-        work.fenced = True
-        return
+        # a rerun of a finished execution is not fenced: no server runs it, and the server
+        # that reruns it becomes its owner
+        rerun = commit.rollover and not current.running
+        if not rerun:
+            work.fenced = True
+            return
     check_commit(None if current is None else (current.run, current.last_seq), commit)
     if current is None:
         staged.new.add(row.execution_id)
@@ -139,7 +146,7 @@ def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
     staged.summaries[row.execution_id] = (
         row.execution_id, row.workflow, row.version, row.definition_hash, row.status, row.run,
         row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id, last_seq,
-        row.wake_at_ms, row.busy, *(owner or (None, None)),
+        row.wake_at_ms, row.busy, row.paused, *(owner or (None, None)),
     )  # fmt: skip
     staged.positions[row.execution_id] = Position(
         row.run, last_seq, owner.epoch if owner is not None else None

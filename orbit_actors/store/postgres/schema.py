@@ -91,6 +91,8 @@ MIGRATIONS: Sequence[Sequence[str]] = (
         "CREATE INDEX ready_tasks_by_queue ON ready_tasks "
         "(task_name, contract_version, language, ready_at_ms)",
     ),
+    # 4: whether an operator paused an execution (operations.md, "Pause")
+    ("ALTER TABLE executions ADD COLUMN paused BOOLEAN NOT NULL DEFAULT false",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("definitions", "executions", "segments", "runs", "workers", "schedules",

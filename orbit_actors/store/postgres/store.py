@@ -7,33 +7,21 @@ and its commits are fenced (see :mod:`.commits`)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import psycopg
 import trio
 
 from ...errors import StorageError
 from ...history.events import Event, events_from_json
-from ..base import (
-    Commit,
-    DefinitionRecord,
-    ExecutionPage,
-    ExecutionRow,
-    PutDefinition,
-    PutOutcome,
-    ScheduleRecord,
-    StoreStatistics,
-    WakeEntry,
-    WorkerRecord,
-)
-from ..cursor import clamp_limit, decode_cursor, page_of, page_query
+from ..base import WakeEntry
+from ..dialect import POSTGRES
 from ..group import GroupWriter
 from ..readers import ReaderPool
-from ..rules import WorkerTouches
+from ..sql_store import SqlStore
 from . import records
 from .cluster import PostgresCluster
 from .commits import ROW_COLUMNS, CommitBatcher, Owner
@@ -44,7 +32,7 @@ T = TypeVar("T")
 _CURRENT_RUN = (
     "SELECT s.execution_id, s.events FROM executions e JOIN segments s "
     "ON s.execution_id = e.execution_id AND s.run = e.run "
-    "WHERE e.execution_id = ANY(%s) ORDER BY s.execution_id, s.first_seq"
+    "WHERE e.execution_id = ANY(?) ORDER BY s.execution_id, s.first_seq"
 )
 
 
@@ -73,26 +61,25 @@ async def open_postgres_store(
 _WAKE_COLUMNS = "execution_id, wake_at_ms, busy, parent_id IS NULL"
 
 
-class PostgresStore:
+class PostgresStore(SqlStore[Conn]):
     """The :class:`~orbit_actors.store.base.Store` on a PostgreSQL database. Open it with
     :func:`open_postgres_store`."""
+
+    _row_columns = ROW_COLUMNS
 
     def __init__(
         self, url: str, writer: GroupWriter[Conn], engine: PostgresEngine, batcher: CommitBatcher
     ) -> None:
         self.url = url
         self.name = describe(url)
-        self._writer = writer
+        super().__init__(POSTGRES, writer, ReaderPool(PostgresReads(url, self.name)))
         self._engine = engine
         self._batcher = batcher
         self.cluster: PostgresCluster | None = None
-        self._readers = ReaderPool(PostgresReads(url, self.name))
-        self._read = self._readers.read
-        self._touches = WorkerTouches()
 
-    def statistics(self) -> StoreStatistics:
-        """Commit counters (commits, batches, events, batch sizes)."""
-        return self._writer.stats
+    def _schedules_changed(self, conn: Conn, outcome: T) -> T:
+        """Tell every server listening that the schedules changed."""
+        return records.schedules_changed(conn, outcome)
 
     @asynccontextmanager
     async def join(
@@ -119,31 +106,7 @@ class PostgresStore:
             self.cluster = None
             self._batcher.owner = None
 
-    def close_readers(self) -> None:
-        """Close the reader connections (the store is closing)."""
-        self._readers.close()
-
-    async def _rows(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
-        return await self._read(lambda c: c.execute(query, args).fetchall())
-
-    # -- definitions ----------------------------------------------------------------------
-    async def put_definition(self, record: DefinitionRecord) -> PutDefinition:
-        """Register a definition: created, unchanged (same hash) or conflict (another hash)."""
-        return await self._writer.write(lambda conn: records.put_definition(conn, record))
-
-    async def definitions(self) -> list[DefinitionRecord]:
-        """Every registered definition, in registration order."""
-        rows = await self._rows(
-            f"SELECT {records.DEFINITION_COLUMNS} FROM definitions ORDER BY ord"
-        )
-        return [DefinitionRecord(*row) for row in rows]
-
     # -- executions -----------------------------------------------------------------------
-    async def commit(self, commit: Commit) -> None:
-        """Append events and the summary row atomically; returns once durable. A ``create``
-        commit for a stored id raises :class:`AlreadyStored`."""
-        await self._writer.commit(commit)
-
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
         """The events of the current run, or of run ``run``."""
         if run is None:
@@ -151,33 +114,18 @@ class PostgresStore:
             segments = [row[1] for row in rows]
         else:
             rows = await self._rows(
-                "SELECT events FROM segments WHERE execution_id = %s AND run = %s "
-                "ORDER BY first_seq",
+                "SELECT events FROM segments WHERE execution_id = ? AND run = ? ORDER BY first_seq",
                 execution_id,
                 run,
             )
             segments = [row[0] for row in rows]
         return [event for segment in segments for event in events_from_json(segment)]
 
-    async def execution(self, execution_id: str) -> ExecutionRow | None:
-        """The summary row of an execution."""
-        rows = await self._rows(
-            f"SELECT {ROW_COLUMNS} FROM executions WHERE execution_id = %s", execution_id
-        )
-        return ExecutionRow(*rows[0]) if rows else None
-
-    async def running_ids(self) -> list[str]:
-        """Ids of every execution that has not finished, oldest first."""
-        rows = await self._rows(
-            "SELECT execution_id FROM executions WHERE status = 'running' ORDER BY ord"
-        )
-        return [row[0] for row in rows]
-
     async def wake_index(self, due_by_ms: int | None = None) -> list[WakeEntry]:
         """The wake-up index: every execution that has not finished, oldest first (once
         joined, those this server owns); with ``due_by_ms``, the busy ones and those due by
         then."""
-        due = "" if due_by_ms is None else " AND (busy IS NOT FALSE OR wake_at_ms <= %s)"
+        due = "" if due_by_ms is None else " AND (busy IS NOT FALSE OR wake_at_ms <= ?)"
         rows = await self._rows(
             f"SELECT {_WAKE_COLUMNS} FROM executions WHERE status = 'running'{self._owned()}"
             f"{due} ORDER BY ord",
@@ -193,7 +141,7 @@ class PostgresStore:
         """Up to ``limit`` running executions after position ``after``, oldest first."""
         rows = await self._rows(
             f"SELECT {_WAKE_COLUMNS}, ord FROM executions "
-            f"WHERE status = 'running'{self._owned()} AND ord > %s ORDER BY ord LIMIT %s",
+            f"WHERE status = 'running'{self._owned()} AND ord > ? ORDER BY ord LIMIT ?",
             after, limit,
         )  # fmt: skip
         page = [WakeEntry(i, wake, busy, root) for i, wake, busy, root, _ in rows]
@@ -206,127 +154,7 @@ class PostgresStore:
             found.setdefault(execution_id, []).extend(events_from_json(segment))
         return found
 
-    async def list_executions(
-        self,
-        *,
-        status: str | None = None,
-        workflow: str | None = None,
-        limit: int = 100,
-        cursor: str | None = None,
-    ) -> ExecutionPage:
-        """Executions newest first, filtered; ``limit`` clamped to 1..1000."""
-        limit = clamp_limit(limit)
-        before = decode_cursor(cursor)
-        query, args = page_query(ROW_COLUMNS, status, workflow, limit + 1, before, "%s")
-        rows = await self._rows(query, *args)
-        return page_of(rows, limit)
-
-    async def count_by_status(self) -> dict[str, int]:
-        """How many executions have each status."""
-        rows = await self._rows("SELECT status, COUNT(*) FROM executions GROUP BY status")
-        return {status: count for status, count in rows}
-
-    # -- workers --------------------------------------------------------------------------
-    async def upsert_worker(self, record: WorkerRecord) -> None:
-        """Record a registration (the first ``registered_at_ms`` is kept)."""
-        self._touches.registered(record.worker_id, record.last_seen_ms)
-        await self._writer.write(lambda conn: records.upsert_worker(conn, record))
-
-    async def touch_worker(self, worker_id: str, now_ms: int) -> None:
-        """Note that a worker was seen; written at most once a second per worker."""
-        if not self._touches.due(worker_id, now_ms):
-            return
-        await self._writer.write(
-            lambda conn: conn.execute(
-                "UPDATE workers SET last_seen_ms = GREATEST(last_seen_ms, %s) WHERE worker_id = %s",
-                (now_ms, worker_id),
-            )
-        )
-
-    async def workers(self) -> list[WorkerRecord]:
-        """Every worker ever registered."""
-        rows = await self._rows(
-            "SELECT worker_id, runtime, sdk, contracts, registered_at_ms, last_seen_ms "
-            "FROM workers ORDER BY worker_id"
-        )
-        return [WorkerRecord(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in rows]
-
     # -- schedules ------------------------------------------------------------------------
-    async def put_schedule(self, record: ScheduleRecord) -> PutOutcome:
-        """Create a schedule: created, unchanged (same fields) or conflict."""
-        return await self._writer.write(
-            lambda conn: records.schedules_changed(conn, records.put_schedule(conn, record))
-        )
-
-    async def schedule(self, schedule_id: str) -> ScheduleRecord | None:
-        """One schedule."""
-        rows = await self._rows(
-            f"SELECT {records.SCHEDULE_COLUMNS} FROM schedules WHERE schedule_id = %s",
-            schedule_id,
-        )
-        return records.schedule(rows[0]) if rows else None
-
-    async def schedules(self) -> list[ScheduleRecord]:
-        """Every schedule."""
-        rows = await self._rows(
-            f"SELECT {records.SCHEDULE_COLUMNS} FROM schedules ORDER BY schedule_id"
-        )
-        return [records.schedule(row) for row in rows]
-
-    async def delete_schedule(self, schedule_id: str) -> bool:
-        """Delete a schedule and its claims."""
-        return await self._writer.write(
-            lambda conn: records.schedules_changed(conn, records.delete_schedule(conn, schedule_id))
-        )
-
-    async def set_schedule_paused(self, schedule_id: str, paused: bool, now_ms: int) -> bool:
-        """Pause or resume a schedule; resuming settles it up to ``now_ms``."""
-        settled = 0 if paused else now_ms
-        return await self._writer.write(
-            lambda conn: records.schedules_changed(
-                conn,
-                records.changed(
-                    conn,
-                    "UPDATE schedules SET paused = %s, settled_ms = GREATEST(settled_ms, %s) "
-                    "WHERE schedule_id = %s",
-                    (paused, settled, schedule_id),
-                ),
-            )
-        )
-
-    async def claim_occurrence(
-        self, schedule_id: str, occurrence_ms: int, owner: str, now_ms: int
-    ) -> bool:
-        """Claim one occurrence: True for exactly one claimer, across every server."""
-        return await self._writer.write(
-            lambda conn: records.changed(
-                conn,
-                "INSERT INTO schedule_claims (schedule_id, occurrence_ms, owner, claimed_at_ms) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (schedule_id, occurrence_ms, owner, now_ms),
-            )
-        )
-
-    async def settle_occurrence(
-        self, schedule_id: str, occurrence_ms: int, execution_id: str | None, error: str | None
-    ) -> None:
-        """Record how an occurrence ended and settle the schedule up to it."""
-        await self._writer.write(
-            lambda conn: records.settle_occurrence(
-                conn, schedule_id, occurrence_ms, execution_id, error
-            )
-        )
-
-    async def occurrence_executions(
-        self, limit: int, schedule_id: str | None = None
-    ) -> dict[str, list[str]]:
-        """By schedule, the executions of its latest fired occurrences, newest first."""
-        query, args = records.occurrences_query(limit, schedule_id)
-        found: dict[str, list[str]] = {}
-        for schedule, execution_id in await self._rows(query, *args):
-            found.setdefault(schedule, []).append(execution_id)
-        return found
-
     async def release_claims(self, except_owner: str) -> int:
         """Release other processes' claims that never fired (once joined, those of processes
         that are no member: a live server's claim is about to fire)."""

@@ -20,18 +20,23 @@ from ..base import TERMINAL_STATUSES, Commit
 from ..group import CommitWork
 from ..rules import check_commit
 
-ROW_COLUMNS = (
+_WRITTEN = (
     "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
     "closed_at_ms, parent_id, schedule_id, last_seq"
 )
+ROW_COLUMNS = f"{_WRITTEN}, wake_at_ms, COALESCE(busy, 1), paused"
+"""The columns of an :class:`ExecutionRow`, in its fields' order (a row from before the
+wake-up index reads as busy)."""
 # Each statement below is sent for the whole batch as one multi-row statement: one step of
 # SQLite, so the writer thread gives up and takes back the GIL a few times per batch rather than
 # once per row (under a busy trio thread every take-back can wait a whole switch interval).
 _UPSERT_EXECUTIONS = (
-    f"INSERT INTO executions (ord, {ROW_COLUMNS}, wake_at_ms, busy, head) VALUES {{rows}} "
+    f"INSERT INTO executions (ord, {_WRITTEN}, wake_at_ms, busy, paused, head) VALUES {{rows}} "
     "ON CONFLICT (ord) DO UPDATE SET status = excluded.status, run = excluded.run, "
+    "version = excluded.version, definition_hash = excluded.definition_hash, "
     "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
-    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy, head = excluded.head"
+    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy, paused = excluded.paused, "
+    "head = excluded.head"
 )
 _INSERT_SEGMENTS = (
     "INSERT INTO segments (id, execution_id, run, first_seq, last_seq, prev, events) VALUES {rows}"
@@ -137,7 +142,7 @@ class CommitBatcher:
         )
         return (ord_, row.execution_id, row.workflow, row.version, row.definition_hash, row.status,
                 row.run, row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id,
-                last_seq, row.wake_at_ms, row.busy, head)  # fmt: skip
+                last_seq, row.wake_at_ms, row.busy, row.paused, head)  # fmt: skip
 
     def _load_missing(self, conn: sqlite3.Connection, works: list[Any]) -> None:
         ids = {w.commit.row.execution_id for w in works}

@@ -68,6 +68,8 @@ MIGRATIONS: Sequence[Sequence[str]] = (
         "ALTER TABLE executions ADD COLUMN wake_at_ms INTEGER",
         "ALTER TABLE executions ADD COLUMN busy INTEGER",
     ),
+    # 5: whether an operator paused an execution (operations.md, "Pause")
+    ("ALTER TABLE executions ADD COLUMN paused INTEGER NOT NULL DEFAULT 0",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

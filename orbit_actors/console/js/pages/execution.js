@@ -79,7 +79,7 @@ async function tick(view, parts, signal) {
     replace(parts.signals, pendingSignals(detail));
     replace(parts.children, children(detail));
   }
-  const actionsKey = `${detail.status}/${detail.quarantined}`;
+  const actionsKey = `${detail.status}/${detail.quarantined}/${detail.paused}/${detail.run}`;
   if (changed(view, "actions", actionsKey)) replace(parts.actions, actions(detail, view.ir, view.refresh));
   if (changed(view, "steps", [detail.units, detail.children, history.run === detail.run ? history.events.length : 0])) {
     const events = history.run === detail.run ? history.events : [];

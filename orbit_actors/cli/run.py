@@ -12,75 +12,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import click
 import trio
 
-from .actors.execution import Passivation
-from .decide.transitions import ServerLimits
-from .errors import InvalidRequestError
-from .ir.durations import parse_duration
-from .runtime import RuntimeConfig
+from ..actors.execution import Passivation
+from ..decide.transitions import ServerLimits
+from ..errors import InvalidRequestError
+from ..ir.durations import parse_duration
+from ..runtime import RuntimeConfig
+from .options import command
+from .server_flags import server_flags
 
 log = logging.getLogger("orbit")
 
 
-def add_server_options(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``orbit server``."""
-    limits = ServerLimits()
-    database = parser.add_mutually_exclusive_group()
-    database.add_argument("--db", type=Path, default=Path("orbit.db"), help="the SQLite file")
-    database.add_argument(
-        "--database-url", metavar="URL",
-        help="serve from this PostgreSQL database (postgresql://user@host/db) instead of a "
-             "SQLite file (needs orbit-actors[postgres])",
-    )  # fmt: skip
-    parser.add_argument("--bind", default="127.0.0.1:7233", help="HOST:PORT (port 0: any free)")
-    parser.add_argument("--enable-http-adapter", action="store_true",
-                        help="let workflows run built-in http steps")  # fmt: skip
-    parser.add_argument("--max-active-executions", type=int, default=None)
-    parser.add_argument("--max-fan-out", type=int, default=limits.max_fan_out)
-    parser.add_argument("--max-history-events", type=int, default=limits.max_history_events)
-    parser.add_argument("--max-payload-bytes", type=int, default=limits.max_payload_bytes)
-    parser.add_argument("--session-timeout", default="30s", help="a duration (30s, 2m)")
-    parser.add_argument("--lease-time", default="10s",
-                        help="with --database-url: a server silent this long loses its "
-                             "executions to the others (a duration)")  # fmt: skip
-    parser.add_argument("--heartbeat-interval", default="5s", help="a duration")
-    parser.add_argument("--passivate-after", default="10s",
-                        help="an execution with nothing near to do leaves memory after this "
-                             "long without a command (a duration; 0s: never)")  # fmt: skip
-    parser.add_argument("--synchronous", choices=["full", "normal"], default="full",
-                        help="SQLite durability: full survives power loss (default)")  # fmt: skip
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
-    parser.add_argument("--log-format", default="text", choices=["text", "json"],
-                        help="one line per event: human-readable or JSON")  # fmt: skip
-    parser.add_argument("--otlp-endpoint", metavar="URL",
-                        help="send OpenTelemetry traces to this OTLP/HTTP collector "
-                             "(needs orbit-actors[otel])")  # fmt: skip
-    parser.add_argument("--max-connections", type=int, default=10_000,
-                        help="connections served at once (lowered to fit the open-file limit); "
-                             "more wait in the listen backlog")  # fmt: skip
-    parser.add_argument("--server", choices=["orbit", "hypercorn"], default="orbit",
-                        help="orbit (its own transport) or hypercorn (ASGI)")  # fmt: skip
-    auth = parser.add_argument_group("authentication and TLS")
-    auth.add_argument("--admin-token", help="the API's bearer token (or $ORBIT_ADMIN_TOKEN)")
-    auth.add_argument("--admin-token-file", type=Path, help="read the admin token from a file")
-    auth.add_argument(
-        "--worker-token", action="append", default=[], metavar="[WORKER_ID=]TOKEN",
-        help="a worker token, bound to WORKER_ID when given (repeatable)",
-    )  # fmt: skip
-    auth.add_argument(
-        "--worker-tokens-file", type=Path,
-        help="worker tokens, one [WORKER_ID=]TOKEN per line (kept out of ps)",
-    )  # fmt: skip
-    auth.add_argument("--insecure", action="store_true",
-                      help="listen beyond loopback without both tokens")  # fmt: skip
-    auth.add_argument("--certfile", type=Path, help="serve TLS with this certificate (PEM)")
-    auth.add_argument("--keyfile", type=Path, help="the certificate's private key (PEM)")
-
-
 def server_options(args: argparse.Namespace) -> Any:
     """ServerOptions from the parsed flags; a bad value is an InvalidRequestError."""
-    from .server import ServerOptions
+    from ..server import ServerOptions
 
     try:
         session_timeout = parse_duration(args.session_timeout)
@@ -89,6 +37,8 @@ def server_options(args: argparse.Namespace) -> Any:
         lease_time = parse_duration(args.lease_time)
     except ValueError as exc:
         raise InvalidRequestError(str(exc)) from None
+    if args.database_url is not None and args.db != Path("orbit.db"):
+        raise InvalidRequestError("give --db or --database-url, not both")
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit() or int(port) > 65535:
         raise InvalidRequestError(
@@ -142,7 +92,7 @@ def _otlp_endpoint(url: str | None) -> str | None:
 
 
 def _credentials(args: argparse.Namespace) -> Any:
-    from .server.auth import Credentials, parse_worker_token, read_token_file
+    from ..server.auth import Credentials, parse_worker_token, read_token_file
 
     admin = args.admin_token or os.environ.get("ORBIT_ADMIN_TOKEN")
     if args.admin_token_file is not None:
@@ -158,14 +108,23 @@ def _credentials(args: argparse.Namespace) -> Any:
 
 
 def _configure_logging(level: str, log_format: str = "text") -> None:
-    from .observe.logformat import configure_logging
+    from ..observe.logformat import configure_logging
 
     configure_logging(level, log_format)
 
 
+@command(
+    "server", "Run the server",
+    example="orbit server\norbit server --db /var/lib/orbit/orbit.db --bind 0.0.0.0:7233 "
+            "--admin-token-file admin.token --worker-tokens-file workers.tokens",
+    details="Serves the HTTP API, the worker WebSocket and the web console until SIGTERM or "
+            "Ctrl-C, on a SQLite file (one server per file) or a PostgreSQL database shared "
+            "by several servers.",
+)  # fmt: skip
+@server_flags
 def run_server(args: argparse.Namespace) -> int:
     """``orbit server``: serve until SIGTERM/SIGINT."""
-    from .server import serve
+    from ..server import serve
 
     _configure_logging(args.log_level, args.log_format)
     options = server_options(args)
@@ -178,8 +137,8 @@ def run_server(args: argparse.Namespace) -> int:
 
 def _run(main: Any) -> int:
     """Run ``main``; a database Orbit cannot open or an address it cannot bind is one line."""
-    from .errors import LeaseLostError
-    from .store import StoreOpenError
+    from ..errors import LeaseLostError
+    from ..store import StoreOpenError
 
     problems: list[str] = []
     try:
@@ -202,9 +161,29 @@ def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
     return found
 
 
+@command(
+    "dev", "A server, the examples deployed and their worker, in one command",
+    example="orbit dev\norbit dev --bind 127.0.0.1:8233",
+    details="The database is .orbit/orbit.db in the current folder; Ctrl-C stops everything.",
+)  # fmt: skip
+@click.option(
+    "--bind",
+    default="127.0.0.1:7233",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where to listen (port 0: any free port). Example: --bind 127.0.0.1:8233",
+)
+@click.option(
+    "--examples",
+    type=click.Path(path_type=Path),
+    default=Path("examples"),
+    show_default=True,
+    metavar="FOLDER",
+    help="The folder of definitions (*.yaml) and workers.py. Example: --examples flows",
+)
 def run_dev(args: argparse.Namespace) -> int:
     """``orbit dev``: a server on ``.orbit/orbit.db``, the examples deployed, their worker."""
-    from .server import ServerOptions, serve
+    from ..server import ServerOptions, serve
 
     _configure_logging("warning")
     Path(".orbit").mkdir(exist_ok=True)
@@ -229,8 +208,8 @@ def run_dev(args: argparse.Namespace) -> int:
 
 
 def _deploy_examples(url: str, folder: Path) -> list[str]:
-    from .cli_api import deploy_paths
-    from .client import Client
+    from ..client import Client
+    from .definitions import deploy_paths
 
     files = sorted(folder.glob("*.yaml"))
     with Client(url) as client:
@@ -263,9 +242,20 @@ API document: {url}/v1/openapi.json
 """, flush=True)  # fmt: skip
 
 
+@command(
+    "worker", "Run a Python worker defined in a module",
+    example="orbit worker examples.workers:worker\n"
+            "orbit worker myapp.tasks:worker --url ws://orbit:7233",
+    details="TARGET is MODULE:ATTRIBUTE naming an orbit_actors.Worker; the module is imported "
+            "from the current folder. Runs until Ctrl-C (tasks in flight are drained first).",
+)  # fmt: skip
+@click.argument("target", metavar="MODULE:WORKER")
+@click.option("--url", metavar="URL",
+              help="ws://host:port (default $ORBIT_WORKER_URL or $ORBIT_URL). "
+                   "Example: --url ws://orbit:7233")  # fmt: skip
 def run_worker(args: argparse.Namespace) -> int:
     """``orbit worker MODULE:WORKER``: run a worker defined in a module until Ctrl-C."""
-    from .worker import Worker, WorkerRefused
+    from ..worker import Worker, WorkerRefused
 
     _configure_logging("info")
     module_name, _, attribute = args.target.partition(":")

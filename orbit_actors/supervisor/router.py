@@ -1,0 +1,195 @@
+"""The router: the one answer to "where does execution X live". A command for an execution is
+carried out here when the execution is here (live, dormant or quarantined) or owned by no other
+server; otherwise it is forwarded to its owner (:mod:`.forwarding`), which carries it out through
+the same table and answers once it committed.
+
+Each forwarded command type has one :class:`Route`: how it is carried out here, and the type of
+its answer (encoded as JSON for the sender, decoded back into that type). A new command is a
+command class in :mod:`.forwarding` and one entry of the table :func:`routes` builds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+from pydantic import TypeAdapter
+
+from ..actors import commands as cmd
+from ..actors.execution import execution_of
+from ..decide.transitions import Verdict
+from ..errors import OrbitError
+from ..history.events import ErrorInfo
+from ..mailbox import Reply
+from ..store.cluster import Owner
+from ..views import ExecutionResult
+from ..wire.messages import Task
+from . import forwarding as fw
+from .forwarding import Forwarder
+from .registry import Registry
+
+Here = Callable[[str, Any], Awaitable[Any]]
+"""Carry a command out on this server: (execution id, command) → the answer."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """How one command type is carried out here, and the type its answer has."""
+
+    here: Here
+    answer: TypeAdapter[Any]
+
+    @staticmethod
+    def of(here: Here, answer: Any) -> Route:
+        """A route whose answer is of type ``answer``."""
+        return Route(here, TypeAdapter(answer))
+
+
+class Router:
+    """Sends each command to where its execution lives (see the module docstring). ``settle``
+    frees the slot a session here held for a result that was forwarded to its owner."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        forwarder: Forwarder | None,
+        nursery: trio.Nursery,
+        settle: Callable[[str], object],
+    ) -> None:
+        self._registry = registry
+        self._forwarder = forwarder
+        self._nursery = nursery
+        self._settle = settle
+        self.routes: dict[type[Any], Route] = {}
+
+    async def owner_elsewhere(self, execution_id: str) -> Owner | None:
+        """The server that owns ``execution_id`` when that is not this one, else None."""
+        forwarder = self._forwarder
+        registry = self._registry
+        if forwarder is None or execution_id in registry or execution_id in registry.quarantined:
+            return None
+        return await forwarder.owner_elsewhere(execution_id)
+
+    async def send(self, execution_id: str, command: Any, extra: float = 0) -> Any:
+        """Carry ``command`` out where ``execution_id`` lives and return its answer; a forwarded
+        command waits the forwarder's timeout and ``extra`` seconds more."""
+        owner = await self.owner_elsewhere(execution_id)
+        if owner is None:
+            return await self.routes[type(command)].here(execution_id, command)
+        return await self._forward(owner, execution_id, command, extra)
+
+    async def _forward(self, owner: Owner, execution_id: str, command: Any, extra: float) -> Any:
+        assert self._forwarder is not None
+        value = await self._forwarder.forward(owner, execution_id, command, extra)
+        return self.routes[type(command)].answer.validate_python(value)
+
+    async def carry_out(self, execution_id: str, command: Any) -> Any:
+        """A command another server forwarded: carried out here, answered as JSON data."""
+        route = self.routes[type(command)]
+        return route.answer.dump_python(await route.here(execution_id, command), mode="json")
+
+    def tell(self, execution_id: str, command: Any) -> None:
+        """Send ``command`` from a task of its own, without waiting and whatever it answers (an
+        execution that has finished meanwhile takes nothing)."""
+        self._nursery.start_soon(self._quietly, execution_id, command)
+
+    async def _quietly(self, execution_id: str, command: Any) -> None:
+        with suppress(OrbitError):
+            await self.send(execution_id, command)
+
+    # -- a worker's result and a lost attempt, from a session here --------------------------
+    async def report_result(
+        self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None
+    ) -> Verdict:
+        """A worker's result for ``token``, however it arrived: recorded here or by the token's
+        owner; a session's slot here is freed either way."""
+        execution_id = execution_of(token)
+        owner = await self.owner_elsewhere(execution_id) if execution_id else None
+        if owner is None or execution_id is None:
+            return await self._registry.report_result(token, worker_id, output, failure)
+        command = fw.ResultCommand(token=token, worker_id=worker_id, output=output, failure=failure)
+        try:
+            verdict: Verdict = await self._forward(owner, execution_id, command, 0)
+        finally:
+            self._settle(token)  # a task of the shared queue held a slot of a session here
+        return verdict
+
+    def mark_uncertain(self, token: str, reason: str) -> None:
+        """The session here that held ``token`` was lost: its attempt is uncertain, here or at
+        its owner."""
+        execution_id = execution_of(token)
+        if execution_id is None or self._forwarder is None or execution_id in self._registry:
+            self._registry.mark_uncertain(token, reason)
+            return
+        self._nursery.start_soon(self.forward_uncertain, execution_id, token, reason)
+
+    async def forward_uncertain(self, execution_id: str, token: str, reason: str) -> None:
+        """Have ``token``'s attempt made uncertain by its owner (here when there is no other)."""
+        with suppress(OrbitError):  # its owner is gone too: its successor makes it uncertain
+            await self.send(execution_id, fw.UncertainCommand(token=token, reason=reason))
+
+
+class Remote:
+    """What the shared task queue contributes to the routes (``TaskSharing`` in shared mode):
+    carry out another server's offer, and note that a remote token was answered."""
+
+    async def dispatch_here(self, execution_id: str, c: fw.OfferCommand) -> Task | None:
+        """Dispatch a unit another server claimed to its session (None: the offer is stale)."""
+        return None
+
+    def answered(self, token: str) -> None:
+        """A token dispatched to another server's session was answered."""
+
+
+def routes(
+    registry: Registry,
+    resume: Callable[[str], Awaitable[None]],
+    wait: Callable[[str, float], Awaitable[ExecutionResult]],
+    remote: Remote,
+) -> dict[type[Any], Route]:
+    """The table of every forwarded command: how it is carried out here and its answer's type."""
+
+    async def signal(i: str, c: fw.SignalCommand) -> int:
+        seq: int = await registry.request(i, cmd.DeliverSignal(c.name, c.payload, reply=Reply()))
+        return seq
+
+    async def cancel(i: str, c: fw.CancelCommand) -> None:
+        await registry.request(i, cmd.RequestCancel(c.reason, reply=Reply()))
+
+    async def terminate(i: str, c: fw.TerminateCommand) -> None:
+        await registry.request(i, cmd.Terminate(c.reason, reply=Reply()))
+
+    async def pause(i: str, c: fw.PauseCommand) -> None:
+        await registry.request(i, cmd.Pause(c.reason, reply=Reply()))
+
+    async def unpause(i: str, c: fw.UnpauseCommand) -> None:
+        await registry.request(i, cmd.Unpause(reply=Reply()))
+
+    async def resume_here(i: str, c: fw.ResumeCommand) -> None:
+        await registry.row(i)
+        await resume(i)
+
+    async def result(i: str, c: fw.ResultCommand) -> Verdict:
+        verdict = await registry.report_result(c.token, c.worker_id, c.output, c.failure)
+        remote.answered(c.token)
+        return verdict
+
+    async def uncertain(i: str, c: fw.UncertainCommand) -> None:
+        registry.mark_uncertain(c.token, c.reason)
+        remote.answered(c.token)
+
+    return {
+        fw.SignalCommand: Route.of(signal, int),
+        fw.CancelCommand: Route.of(cancel, None),
+        fw.TerminateCommand: Route.of(terminate, None),
+        fw.PauseCommand: Route.of(pause, None),
+        fw.UnpauseCommand: Route.of(unpause, None),
+        fw.ResumeCommand: Route.of(resume_here, None),
+        fw.ResultCommand: Route.of(result, Verdict),
+        fw.WaitCommand: Route.of(lambda i, c: wait(i, c.timeout), ExecutionResult),
+        fw.OfferCommand: Route.of(remote.dispatch_here, Task | None),
+        fw.UncertainCommand: Route.of(uncertain, None),
+    }
