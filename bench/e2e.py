@@ -11,14 +11,12 @@ latency of one execution at a time on an idle server (p50/p99 over ``--idle``), 
 hand-written keep-alive client. Bounded in time (every wait has a timeout). Ends with one JSON
 line.
 
-``--burst N`` measures the way an ordinary client loads Orbit instead: httpx's ``AsyncClient``,
-N executions submitted at once (one connection per request in flight), each one
-``POST /v1/executions?wait=60`` whose answer carries the output, checked; then the same burst as
-start + ``GET …/wait`` (two requests); then one execution at a time with the same client. Ends
-with the JSON line ``{burst_one_request_exec_per_s, burst_start_wait_exec_per_s,
-burst_server_cpu_ms_per_exec, burst_idle_p50_ms}`` and, beside them, the same burst of
-``GET /healthz`` (``burst_healthz_req_per_s``, ``burst_client_cpu_ms_per_req``): the ceiling the
-client and the transport alone set on this machine.
+``--burst N [--client aiohttp|httpx] [--compare] [--skip-5000]`` measures the way an ordinary
+client loads Orbit instead (bench/burst.py): N executions submitted at once, each one
+``POST /v1/executions?wait=60`` whose answer carries the output, checked; then one execution at
+a time with the same client; then whether a burst of 5,000 completes. Ends with the JSON line
+``{burst_one_request_exec_per_s, burst_server_cpu_ms_per_exec, burst_worker_cpu_ms_per_exec,
+burst_idle_p50_ms, burst_idle_p99_ms, burst_5000_completed}``.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ import argparse
 import json
 import os
 import re
-import ssl
+import resource
 import statistics
 import subprocess
 import sys
@@ -38,6 +36,7 @@ from typing import Any
 
 import httpx
 import trio
+from burst import run_burst  # bench/burst.py (a script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 THREE = """
@@ -158,91 +157,16 @@ async def idle(url: str, count: int) -> list[float]:
     return latencies
 
 
-async def one_request(client: httpx.AsyncClient, n: int) -> None:
-    """Start an execution and get its output in one request."""
-    answer = await client.post(
-        "/v1/executions", params={"wait": 60}, json={"workflow": "noop3", "input": {"n": n}}
-    )
-    body = answer.json()
-    assert body["status"] == "completed" and body["output"] == {"n": n}, body
-
-
-async def start_then_wait(client: httpx.AsyncClient, n: int) -> None:
-    """Start an execution, then wait for its output: two requests."""
-    started = await client.post("/v1/executions", json={"workflow": "noop3", "input": {"n": n}})
-    execution_id = started.json()["execution_id"]
-    done = await client.get(f"/v1/executions/{execution_id}/wait", params={"timeout": 60})
-    body = done.json()
-    assert body["status"] == "completed" and body["output"] == {"n": n}, body
-
-
-async def healthz(client: httpx.AsyncClient, n: int) -> None:
-    """The transport alone: what the same client pays for a request the server does nothing
-    for (the ceiling of the burst on this machine)."""
-    answer = await client.get("/healthz")
-    assert answer.status_code == 200, answer.text
-
-
-async def burst(url: str, total: int, path: Any) -> float:
-    """Executions/s with ``total`` clients arriving at once, each an httpx ``AsyncClient`` of its
-    own (one connection per request in flight; one shared pool of ``total`` connections would
-    measure httpcore's pool, whose cost per request grows with its size)."""
-    context = ssl.create_default_context()  # made once: httpx would load the CAs per client
-
-    async def client(n: int) -> None:
-        async with httpx.AsyncClient(base_url=url, timeout=120, verify=context) as http:
-            await path(http, n)
-
-    began = time.perf_counter()
-    async with trio.open_nursery() as nursery:
-        for n in range(total):
-            nursery.start_soon(client, n)
-    return total / (time.perf_counter() - began)
-
-
-async def burst_idle(url: str, count: int) -> list[float]:
-    """Latencies of one execution at a time (one request each) with httpx's AsyncClient."""
-    latencies: list[float] = []
-    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
-        for n in range(count):
-            began = time.perf_counter()
-            await one_request(client, n)
-            latencies.append(time.perf_counter() - began)
-    return latencies
-
-
-def run_burst(url: str, server_pid: int, worker_pid: int, total: int, idle_count: int) -> None:
-    """The ``--burst`` measurements (see the module docstring)."""
-    trio.run(burst, url, min(total, 100), one_request)  # warm up
-    cpu_before, worker_before = cpu_seconds(server_pid), cpu_seconds(worker_pid)
-    client_before = time.process_time()
-    one_rate = trio.run(burst, url, total, one_request)
-    cpu_ms = (cpu_seconds(server_pid) - cpu_before) * 1000 / total
-    worker_ms = (cpu_seconds(worker_pid) - worker_before) * 1000 / total
-    client_ms = (time.process_time() - client_before) * 1000 / total
-    two_rate = trio.run(burst, url, total, start_then_wait)
-    healthz_before = time.process_time()
-    ceiling = trio.run(burst, url, total, healthz)
-    healthz_client_ms = (time.process_time() - healthz_before) * 1000 / total
-    quiet = trio.run(burst_idle, url, idle_count)
-    idle_p50 = percentile(quiet, 0.5) * 1000
-    print(f"burst of {total}, one request each: {one_rate:,.0f} executions/s, CPU per execution: "
-          f"server {cpu_ms:.2f} ms, worker {worker_ms:.2f} ms, this client {client_ms:.2f} ms")  # fmt: skip
-    print(f"burst of {total}, start + wait: {two_rate:,.0f} executions/s")
-    print(f"burst of {total} GET /healthz (the client and transport alone): {ceiling:,.0f} "
-          f"requests/s, this client's CPU {healthz_client_ms:.2f} ms per request")  # fmt: skip
-    print(f"one at a time, one request each ({idle_count}): p50 {idle_p50:.1f} ms")
-    print(json.dumps({
-        "burst_one_request_exec_per_s": round(one_rate),
-        "burst_start_wait_exec_per_s": round(two_rate),
-        "burst_server_cpu_ms_per_exec": round(cpu_ms, 3), "burst_idle_p50_ms": round(idle_p50, 2),
-        "burst_healthz_req_per_s": round(ceiling), "burst_client_cpu_ms_per_req": round(healthz_client_ms, 3),
-    }))  # fmt: skip
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _descriptors_for_bursts() -> None:
+    """One connection per request in flight: as many open files as the hard limit allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def main() -> None:
@@ -250,7 +174,13 @@ def main() -> None:
     parser.add_argument("--executions", type=int, default=2000)
     parser.add_argument("--in-flight", type=int, default=200)
     parser.add_argument("--idle", type=int, default=200)
-    parser.add_argument("--burst", type=int, default=0, help="N executions at once, httpx")
+    parser.add_argument("--burst", type=int, default=0, help="N executions at once (burst.py)")
+    parser.add_argument("--client", choices=["aiohttp", "httpx"], default="aiohttp",
+                        help="the --burst client")  # fmt: skip
+    parser.add_argument("--compare", action="store_true",
+                        help="--burst: also start + wait, and GET /healthz")  # fmt: skip
+    parser.add_argument("--skip-5000", action="store_true",
+                        help="--burst: do not check that a burst of 5,000 completes")  # fmt: skip
     parser.add_argument("--server", choices=["orbit", "hypercorn"], default="orbit")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -265,7 +195,10 @@ def main() -> None:
             ).raise_for_status()
             trio.run(load, url, 100, 50)  # warm up (and wait for the worker to register)
             if args.burst:
-                run_burst(url, server.pid, worker.pid, args.burst, args.idle)
+                _descriptors_for_bursts()
+                run_burst(url, (server.pid, worker.pid), args.burst, args.idle, args.client,
+                          check_5000=not args.skip_5000, compare=args.compare,
+                          cpu_seconds=cpu_seconds)  # fmt: skip
                 return
             cpu_before = cpu_seconds(server.pid)
             worker_before, client_before = cpu_seconds(worker.pid), time.process_time()

@@ -84,9 +84,9 @@ _FLAGS: list[Callable[[Any], Any]] = [
     click.option("--otlp-endpoint", metavar="URL",
                  help="Send OpenTelemetry traces to this OTLP/HTTP collector (needs "
                       "orbit-actors[otel]). Example: --otlp-endpoint http://127.0.0.1:4318"),
-    click.option("--max-connections", type=int, default=1000, show_default=True, metavar="N",
-                 help="Connections served at once; more are closed at once. "
-                      "Example: --max-connections 5000"),
+    click.option("--max-connections", type=int, default=10_000, show_default=True, metavar="N",
+                 help="Connections served at once (lowered to fit the open-file limit); more "
+                      "wait in the listen backlog. Example: --max-connections 5000"),
     click.option("--server", type=click.Choice(["orbit", "hypercorn"]), default="orbit",
                  show_default=True, help="orbit (its own transport) or hypercorn (ASGI)."),
     click.option("--admin-token", metavar="TOKEN",

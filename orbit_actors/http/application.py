@@ -55,7 +55,7 @@ class Limits:
     head_timeout: float = 30.0  # from a request's first byte to the end of its head
     body_timeout: float = 60.0  # from the end of the head to the end of the body
     write_timeout: float = 30.0  # a write that makes no progress for this long closes
-    max_connections: int = 1000  # beyond it a new connection is closed at once
+    max_connections: int = 10_000  # at the cap new connections wait in the listen backlog
     max_resets: int = 200  # HTTP/2 streams a client may reset within ``reset_window``
     reset_window: float = 10.0
     max_fragments: int = 1024  # WebSocket frames one message may be split into

@@ -16,9 +16,10 @@ What it promises:
   arrive whole within ``head_timeout`` of its first byte and a body within ``body_timeout`` of
   its head, else 408 and close: the deadlines are fixed when the request begins, so a client
   sending a byte at a time gains nothing. A write that makes no progress for
-  ``write_timeout`` closes the connection. Beyond ``max_connections`` a new connection is
-  closed at once. A WebSocket message over the limit, or in more than ``max_fragments``
-  frames, closes the socket with 1009.
+  ``write_timeout`` closes the connection. At ``max_connections`` the server stops accepting
+  until a connection ends: new ones wait in the listen backlog (the kernel's, up to
+  ``somaxconn``) and are served later, never refused. A WebSocket message over the limit,
+  or in more than ``max_fragments`` frames, closes the socket with 1009.
 - **Keep-alive.** A connection may carry any number of requests; one idle for
   ``keep_alive_timeout`` since its last answer is closed.
 - **Drain.** :meth:`Server.drain` stops accepting, closes idle connections, lets requests in
@@ -31,6 +32,7 @@ What it promises:
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import math
 import ssl
@@ -56,6 +58,10 @@ from .websocket import READ_CHUNK, WebSocket
 log = logging.getLogger("orbit.http")
 
 CLOSE_TIMEOUT = 5.0
+ACCEPT_RETRY = 0.1
+"""Seconds an accept that failed for want of descriptors waits for a connection to end before
+it tries again (trio's own ``serve_listeners`` waits the same)."""
+_OUT_OF_DESCRIPTORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 _LATE = ("head", "body")  # waits that end in 408 when their deadline passes
 
 
@@ -90,8 +96,9 @@ class Server:
         self._date = _HttpDate()
         self._idle: set[trio.CancelScope] = set()
         self._draining = False
-        self._open = 0
+        self._open = 0  # accepted and not yet ended
         self._at_capacity = False  # said once in the log each time the limit is reached
+        self._room = trio.lowlevel.ParkingLot()  # accept loops waiting for a connection to end
         self._none_open = trio.Event()
         self._accepting = trio.CancelScope()
 
@@ -103,11 +110,36 @@ class Server:
         task_status: trio.TaskStatus[Listeners] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Accept connections on ``listeners`` (each served in ``nursery``) until
-        :meth:`stop_accepting` or cancellation."""
+        :meth:`stop_accepting` or cancellation; the listeners are closed then."""
         with self._accepting:
-            await trio.serve_listeners(
-                self._connection, listeners, handler_nursery=nursery, task_status=task_status
-            )
+            async with trio.open_nursery() as accepting:
+                for listener in listeners:
+                    accepting.start_soon(self._accept, listener, nursery)
+                task_status.started(listeners)
+
+    async def _accept(
+        self, listener: trio.abc.Listener[trio.abc.Stream], nursery: trio.Nursery
+    ) -> None:
+        """Accept while fewer than ``max_connections`` are open; at the cap, wait for one to
+        end, so new connections wait in the listen backlog instead of being refused."""
+        async with listener:
+            while True:
+                while self._open >= self._limits.max_connections:
+                    self._say_at_capacity()
+                    await self._room.park()
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    if exc.errno not in _OUT_OF_DESCRIPTORS:
+                        raise
+                    log.error("accept failed (%s): out of descriptors; %d connections are open",
+                              errno.errorcode[exc.errno], self._open)  # fmt: skip
+                    with trio.move_on_after(ACCEPT_RETRY):  # a connection's end frees one
+                        await self._room.park()
+                    continue
+                self._at_capacity = False
+                self._open += 1  # counted here, not in its task: the cap is exact
+                nursery.start_soon(self._connection, stream)
 
     def stop_accepting(self) -> None:
         """Close the listeners; connections already open go on."""
@@ -145,6 +177,10 @@ class Server:
         """The server is shutting down."""
         return self._draining
 
+    def statistics(self) -> dict[str, int]:
+        """Connections open now, and the cap."""
+        return {"open": self._open, "max_connections": self._limits.max_connections}
+
     def refusal(self, status: int, message: str) -> Response:
         """The error answer the API would give."""
         return self._refusal(status, message)
@@ -155,11 +191,6 @@ class Server:
 
     # -- connections ---------------------------------------------------------------------------
     async def _connection(self, stream: trio.abc.Stream) -> None:
-        if self._open >= self._limits.max_connections:
-            await self._turn_away(stream)
-            return
-        self._at_capacity = False
-        self._open += 1
         out = Deadline(stream, self._limits.write_timeout)
         try:
             with out.scope:
@@ -171,24 +202,24 @@ class Server:
         except Exception:
             log.exception("a connection failed")
         finally:
-            self._open -= 1
-            if self._open == 0 and self._draining:
-                self._none_open.set()
             if isinstance(stream, trio.SSLStream):
                 await _close_tls(stream)
-            # A plain socket is closed by trio.serve_listeners as this returns: its forceful
-            # close is the same close(2), without a shielded scope and a checkpoint of our own.
+            else:
+                await trio.aclose_forcefully(stream)
+            self._open -= 1
+            self._room.unpark()  # an accept loop at the cap may take one more
+            if self._open == 0 and self._draining:
+                self._none_open.set()
 
-    async def _turn_away(self, stream: trio.abc.Stream) -> None:
-        """Close a connection over ``max_connections`` at once: the ones open go on."""
+    def _say_at_capacity(self) -> None:
+        """Log once each time the cap is reached."""
         if not self._at_capacity:
             self._at_capacity = True
             log.warning(
-                "%d connections are open (--max-connections): new ones are closed at once",
+                "%d connections are open (--max-connections): new ones wait in the listen "
+                "backlog until one ends",
                 self._open,
             )
-        raw = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
-        await trio.aclose_forcefully(raw)
 
     async def _too_late(self, stream: trio.abc.Stream, part: str) -> None:
         """408 for a head or body that did not arrive by its deadline (a write of its own)."""

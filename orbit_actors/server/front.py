@@ -6,7 +6,8 @@ The API and the gateway keep their own limits under both (nested JSON, registrat
 outbox of a worker). The connection limits are each server's: the transport keeps every one of
 http-api.md's; hypercorn keeps its own (its keep-alive, read and graceful timeouts, HTTP/2
 stream and WebSocket message caps, set here from the same :class:`~..http.Limits`), and has no
-connection cap or write timeout of its own.
+connection cap or write timeout of its own: under it a burst waits in the listen backlog (set as
+large as the transport's) and, past the open-file limit, trio retries the accept.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..errors import InvalidRequestError
 from ..http import Application, Limits, Server, open_listeners
 from ..http.asgi import AsgiApp
 from ..http.http1 import MAX_HEAD_BYTES
+from .api import MAX_WAIT_SECONDS
 from .app import refusal
 
 if TYPE_CHECKING:
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("orbit.server")
 
 ServerKind = Literal["orbit", "hypercorn"]
+LISTEN_BACKLOG = 0xFFFF
+"""Connections the kernel holds before they are accepted (it lowers this to ``somaxconn``), as
+trio's listeners ask: a burst waits there rather than being dropped."""
 
 
 class Front(Protocol):
@@ -124,11 +129,14 @@ def _hypercorn_config(options: ServerOptions, limits: Limits) -> object:
     config.certfile = str(options.certfile) if options.certfile is not None else None
     config.keyfile = str(options.keyfile) if options.keyfile is not None else None
     config.keep_alive_timeout = limits.keep_alive_timeout
-    config.read_timeout = int(limits.head_timeout)  # per read: the closest hypercorn has
+    # hypercorn's read timeout is per read and runs while an answer is awaited too: shorter than
+    # the longest wait, it cut `wait=60` long polls off at 30 s (found by the burst test)
+    config.read_timeout = int(MAX_WAIT_SECONDS + limits.head_timeout)
     config.graceful_timeout = options.graceful_timeout
     config.h11_max_incomplete_size = MAX_HEAD_BYTES
     config.h2_max_concurrent_streams = 100
     config.websocket_max_message_size = limits.max_message_bytes
+    config.backlog = LISTEN_BACKLOG  # hypercorn's 100 would drop a burst's connections
     config.accesslog = None
     config.errorlog = logging.getLogger("orbit.hypercorn")
     return config

@@ -5,17 +5,23 @@ Frames are decoded into protocol messages; a frame that is not a valid message i
 an ``error`` frame and the connection stays, until ten protocol errors in a row close it (1008).
 Results are handled concurrently (each is acknowledged once durable, so one slow commit does
 not hold back the next result) while registration, heartbeats and credit stay in order.
-Outgoing messages go through one writer task, so the session layer's ``send`` never blocks:
-at most :data:`MAX_OUTBOX` frames wait for it. A worker that stops reading fills its socket,
-then the outbox: when the outbox is full, or a write makes no progress for the transport's
-write timeout, the connection is closed (1008 when the close frame can still be written) and
-the session is lost as when a worker vanishes: its tasks become uncertain after the session
-timeout unless it resumes.
+Outgoing messages go through one writer task, so the session layer's ``send`` never blocks.
+
+What waits to be sent is bounded by the worker's credit (http-api.md, "Connection limits"):
+``task`` frames by the pool, which pushes a session no more tokens than its concurrency (plus
+those it cancelled and the worker has not yet reported), so a worker that takes its whole
+credit at once waits for nothing here; every other frame either answers one the worker sent —
+and the reader stops reading while :data:`MAX_UNANSWERED` are owed — or is one of the server's
+own (a cancel), so at most :data:`MAX_OUTBOX` of them wait. A worker that stops reading stalls
+the writer: after :data:`WRITE_STALL` seconds without a piece of a write finished (or if its
+cancels pile past the bound) it is closed with 1008, and the session is lost as when a worker
+vanishes: its tasks become uncertain after the session timeout unless it resumes.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Any
 
 import trio
@@ -31,8 +37,10 @@ from ..wire import messages as wire
 log = logging.getLogger("orbit.gateway")
 
 MAX_PROTOCOL_ERRORS = 10
-MAX_RESULTS_IN_FLIGHT = 1024  # results of one connection handled at once; more wait to be read
-MAX_OUTBOX = 1024  # frames waiting to be sent to one worker (http-api.md, "Connection limits")
+MAX_OUTBOX = 1024  # frames other than tasks waiting to be sent to one worker
+MAX_UNANSWERED = MAX_OUTBOX // 2  # results in flight and answers unsent; then reading pauses
+WRITE_STALL = 30.0  # seconds a piece of a write may take before the worker counts as not reading
+WRITE_PIECE = 256  # frames per piece: a large batch read slowly but steadily is progress
 OVERFLOW_CLOSE_WAIT = 2.0  # seconds to try the 1008 close frame on a worker that is not reading
 
 
@@ -43,41 +51,79 @@ class _Close:
 
 
 class _Outbox:
-    """Frames waiting for the writer task, at most :data:`MAX_OUTBOX`: one more means the
-    worker stopped reading, and serving it ends (``serving`` is cancelled)."""
+    """Frames waiting for the writer task (see the module's docstring for their bounds); a
+    worker found not reading ends serving (``serving`` is cancelled) with :attr:`overflowed`
+    saying why."""
 
     def __init__(self, serving: trio.CancelScope) -> None:
-        self._put, self.taken = trio.open_memory_channel[str | _Close](MAX_OUTBOX)
+        self._frames: deque[str] = deque()
+        self._close: _Close | None = None  # once queued, nothing more is
         self._serving = serving
-        self.overflowed = False
+        self._writer = trio.lowlevel.ParkingLot()  # the writer waiting for frames
+        self._room = trio.lowlevel.ParkingLot()  # the reader waiting for answers to leave
+        self._others = 0  # frames waiting that are not tasks
+        self.results = 0  # results of this worker being handled (each owes an answer)
+        self.overflowed = ""  # why the worker was found not reading
         self.sent_error = False  # since the last frame received
 
     def send(self, message: wire.ServerMessage) -> None:
         """Queue ``message`` (the session layer's ``send``: it never blocks)."""
+        if isinstance(message, wire.Task):
+            self._queue(compact_json(wire.encode(message)))
+            return
         if isinstance(message, wire.ErrorMessage):
             self.sent_error = True
+        if self._others >= MAX_OUTBOX:
+            self.stalled(f"over {MAX_OUTBOX} frames wait to be sent: the worker is not reading")
+            return
+        self._others += 1
         self._queue(compact_json(wire.encode(message)))
 
     def close(self, code: int, reason: str) -> None:
         """Queue the close frame: it leaves after what was queued before it."""
-        self._queue(_Close(code, reason))
+        if self._close is None:
+            self._close = _Close(code, reason)
+            self._writer.unpark()
+
+    def stalled(self, why: str) -> None:
+        """The worker is not reading: stop serving it."""
+        self.overflowed = why
+        self._serving.cancel()
+
+    async def take(self) -> tuple[list[str], _Close | None]:
+        """Everything queued, once there is something (the writer's wait), and the close
+        frame that follows it, if one was queued."""
+        while not self._frames and self._close is None:
+            await self._writer.park()
+        frames = list(self._frames)
+        self._frames.clear()
+        self._others = 0
+        self._room.unpark_all()
+        return frames, self._close
+
+    async def wait_for_room(self) -> None:
+        """Before reading the next frame: wait while :data:`MAX_UNANSWERED` answers are owed."""
+        while self.results + self._others >= MAX_UNANSWERED:
+            await self._room.park()
+
+    def result_done(self) -> None:
+        """A result was answered (its answer is queued)."""
+        self.results -= 1
+        self._room.unpark_all()
 
     async def close_overflowed(self, socket: Socket) -> None:
-        """After an overflow, try the 1008 close frame for a moment (the worker is not reading,
+        """After a stall, try the 1008 close frame for a moment (the worker is not reading,
         so it may never leave)."""
         if self.overflowed:
             with trio.move_on_after(OVERFLOW_CLOSE_WAIT):
-                reason = f"over {MAX_OUTBOX} frames wait to be sent: the worker is not reading"
-                await socket.close(1008, reason)
+                await socket.close(1008, self.overflowed)
 
-    def _queue(self, item: str | _Close) -> None:
-        try:
-            self._put.send_nowait(item)
-        except trio.WouldBlock:
-            self.overflowed = True
-            self._serving.cancel()
-        except trio.ClosedResourceError:
-            pass  # closing already
+    def _queue(self, text: str) -> None:
+        if self._close is not None:
+            return  # closing: nothing after the close frame
+        self._frames.append(text)
+        if len(self._frames) == 1:
+            self._writer.unpark()
 
 
 async def serve_connection(
@@ -92,7 +138,7 @@ async def serve_connection(
     try:
         with serving:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_write, socket, outbox.taken, nursery.cancel_scope)
+                nursery.start_soon(_write, socket, outbox, nursery.cancel_scope)
                 timeout_ms = runtime.sessions.timeout_ms
                 nursery.start_soon(_register_in_time, connection, timeout_ms, outbox.close)
                 await _read(socket, connection, outbox, nursery)
@@ -105,11 +151,12 @@ async def serve_connection(
 async def _read(
     socket: Socket, connection: Connection, outbox: _Outbox, nursery: trio.Nursery
 ) -> None:
-    """Handle frames until the socket closes; results in tasks of their own (at most
-    :data:`MAX_RESULTS_IN_FLIGHT`), the rest in order."""
-    results = trio.Semaphore(MAX_RESULTS_IN_FLIGHT)
+    """Handle frames until the socket closes; results in tasks of their own, the rest in order.
+    Reading pauses while :data:`MAX_UNANSWERED` answers are owed (results being handled, answers
+    not yet sent): a worker that does not read its answers is not read either."""
     errors_in_row = 0
     while True:
+        await outbox.wait_for_room()
         try:
             frame = await socket.receive()
         except SocketClosed:
@@ -117,8 +164,8 @@ async def _read(
         outbox.sent_error = False
         message = _decode(frame, outbox.send)
         if isinstance(message, wire.Complete | wire.Fail):
-            await results.acquire()
-            nursery.start_soon(_handle_result, connection, message, results)
+            outbox.results += 1
+            nursery.start_soon(_handle_result, connection, message, outbox)
         elif message is not None:
             await _handle(connection, message, outbox.send)
         errors_in_row = errors_in_row + 1 if outbox.sent_error else 0
@@ -158,30 +205,33 @@ async def _handle(connection: Connection, message: wire.WorkerMessage, send: Any
 
 
 async def _handle_result(
-    connection: Connection, message: wire.Complete | wire.Fail, results: trio.Semaphore
+    connection: Connection, message: wire.Complete | wire.Fail, outbox: _Outbox
 ) -> None:
     try:
         await _handle(connection, message, connection.send)
     finally:
-        results.release()
+        outbox.result_done()
 
 
-async def _write(
-    socket: Socket, outbox: trio.MemoryReceiveChannel[str | _Close], scope: trio.CancelScope
-) -> None:
+async def _write(socket: Socket, outbox: _Outbox, scope: trio.CancelScope) -> None:
+    """Send what is queued, everything at hand in one write (in pieces of :data:`WRITE_PIECE`
+    frames); a piece that takes over :data:`WRITE_STALL` seconds means the worker is not
+    reading."""
     try:
-        async for item in outbox:
-            batch: list[str] = []
-            while not isinstance(item, _Close):
-                batch.append(item)
-                try:  # whatever else is already queued leaves in the same write
-                    item = outbox.receive_nowait()
-                except trio.WouldBlock:
-                    break
-            if batch:
-                await socket.send(*batch)
-            if isinstance(item, _Close):
-                await socket.close(item.code, item.reason)
+        while True:
+            texts, close = await outbox.take()
+            if texts:
+                with trio.CancelScope() as stall:
+                    for start in range(0, len(texts), WRITE_PIECE):
+                        stall.deadline = trio.current_time() + WRITE_STALL  # moved on progress
+                        await socket.send(*texts[start : start + WRITE_PIECE])
+                if stall.cancelled_caught:
+                    outbox.stalled(
+                        f"no write progressed in {WRITE_STALL:g} s: the worker is not reading"
+                    )
+                    return
+            if close is not None:
+                await socket.close(close.code, close.reason)
                 return
     except SocketClosed:
         pass

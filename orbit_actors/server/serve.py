@@ -62,7 +62,7 @@ class ServerOptions:
     certfile: Path | None = None
     keyfile: Path | None = None
     otlp_endpoint: str | None = None  # traces go to this OTLP/HTTP collector
-    max_connections: int = 1000  # served at once; beyond it a new connection is closed at once
+    max_connections: int = 10_000  # served at once; more wait in the listen backlog
     server: ServerKind = "orbit"  # or "hypercorn": the same application through ASGI
     lease_time: float = 10.0  # seconds; shared mode (database_url) only
 
@@ -191,21 +191,20 @@ DESCRIPTORS_SPARE = 64  # files the store, logs and listeners need beside the co
 
 
 def fit_descriptors(max_connections: int) -> int:
-    """Raise the soft limit on open files (up to the hard one) so that ``max_connections`` fit;
-    when they cannot, serve fewer and say so: a connection over the cap is closed at once,
+    """Raise the soft limit on open files to the hard one, then serve at most what it leaves
+    beside :data:`DESCRIPTORS_SPARE`: at the cap new connections wait in the listen backlog,
     while a process out of descriptors could not accept anyone (EMFILE)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = max_connections + DESCRIPTORS_SPARE
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft != hard:
+        wanted = max_connections + DESCRIPTORS_SPARE if hard == resource.RLIM_INFINITY else hard
         with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
-            soft = raised
-    if soft == resource.RLIM_INFINITY or soft >= wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+            soft = max(soft, wanted)
+    if soft == resource.RLIM_INFINITY or soft - DESCRIPTORS_SPARE >= max_connections:
         return max_connections
     fitted = max(1, soft - DESCRIPTORS_SPARE)
-    log.warning("only %d open files are allowed: serving at most %d connections, not %d",
-                soft, fitted, max_connections)  # fmt: skip
+    log.warning("only %d open files are allowed: serving at most %d connections at once, not "
+                "%d (more wait in the listen backlog)", soft, fitted, max_connections)  # fmt: skip
     return fitted
 
 
