@@ -42,7 +42,8 @@ class TaskBoard:
         return [_status(contract, loads.get(contract), now) for contract in sorted(contracts)]
 
     async def explain(self, detail: ExecutionDetail) -> ExecutionDetail:
-        """``detail`` with ``waiting`` on each unit that waits for a worker."""
+        """``detail`` with ``waiting`` on each unit that waits for a worker: ``paused`` while its
+        execution is paused, else what the workers say (``no_worker``, ``workers_busy``)."""
         definition = self._definition(detail)
         waiting = [u for u in detail.units if u.status == "scheduled"]
         if definition is None or not waiting:
@@ -59,7 +60,7 @@ class TaskBoard:
             if (load is None or not load.workers) and records is None:
                 records = await self._store.workers()
             served = _served(load, _last_seen(records or [], contract))
-            unit.waiting = why_waiting(*contract, served, now)
+            unit.waiting = why_waiting(*contract, served, now, paused=detail.paused)
         return detail
 
     def _definition(self, detail: ExecutionDetail) -> CompiledDefinition | None:

@@ -84,3 +84,17 @@ def test_a_span_is_told_in_its_largest_whole_unit() -> None:
     assert [ago(ms) for ms in (500, 59_000, 3 * 3_600_000 + 60_000, 2 * 86_400_000)] == [
         "just now", "59s ago", "3h ago", "2d ago",
     ]  # fmt: skip
+
+
+async def test_a_unit_of_a_paused_execution_waits_for_the_unpause(
+    runtime: Runtime, autojump_clock: MockClock
+) -> None:
+    await runtime.register_definition(ONE)
+    await runtime.start("wf", execution_id="x")
+    await runtime.pause("x")
+    assert await _waiting_of(runtime, "x") == (
+        "paused",
+        "the execution is paused; unpause it to go on",
+    )
+    await runtime.unpause("x")
+    assert (await _waiting_of(runtime, "x") or ("",))[0] == "no_worker"
