@@ -41,7 +41,9 @@ def server_options(args: argparse.Namespace) -> Any:
     except ValueError as exc:
         raise InvalidRequestError(str(exc)) from None
     if args.database_url is not None and args.db != Path("orbit.db"):
-        raise InvalidRequestError("give --db or --database-url, not both")
+        raise click.UsageError(
+            "argument --database-url: not allowed with argument --db (give one of them)"
+        )
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit() or int(port) > 65535:
         raise InvalidRequestError(

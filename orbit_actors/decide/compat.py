@@ -106,8 +106,10 @@ def _outside_event(
 ) -> Divergence | None:  # fmt: skip
     """The candidate must have nothing left to decide before ``event`` (at the time of the event
     before it: the actor decided to its fixpoint then), and must accept it. A run started by
-    continue-as-new has not decided yet when the signals it carries over are recorded."""
-    if state.started and not state.finished and state.steps:
+    continue-as-new has not decided yet when the signals it carries over are recorded, nor a
+    rerun when the steps it reuses are (``StepReused``, committed with its opening events)."""
+    opening = isinstance(event, ev.StepReused)
+    if state.started and not state.finished and state.steps and not opening:
         proposed = _decide(state, candidate, before_ms)
         if isinstance(proposed, str) or proposed:
             action = proposed if isinstance(proposed, str) else phrase(proposed[0])

@@ -31,8 +31,9 @@ timeout: 1s
 signals: {go: null}
 steps: [{id: w, await: go}]
 """
+# http-api.md's summary, and operations.md's `paused` ("the detail and the list carry it")
 SUMMARY = {"execution_id", "workflow", "version", "status", "run", "started_at_ms",
-           "closed_at_ms", "parent_id", "schedule_id"}  # fmt: skip
+           "closed_at_ms", "parent_id", "schedule_id", "paused"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
