@@ -3,16 +3,21 @@ memory store (no disk, so no fsync in the way), with 100 executions in flight an
 of the given concurrency.
 
     python bench/cpu.py [--concurrency N] [--executions N]
+    python bench/cpu.py --instructions [--executions N]
 
-Ends with one JSON line. Seconds on a shared machine swing; instruction counts do not: run it
-twice under ``valgrind --tool=callgrind --callgrind-out-file=/dev/null`` with two execution
-counts and divide the difference of the "Collected" totals by the difference of the counts.
+Ends with one JSON line. Seconds on a shared machine swing; instruction counts do not:
+``--instructions`` runs this script twice under ``valgrind --tool=callgrind`` (with 100 and with
+100 + N executions after the same warm-up, N 300 by default) and prints the difference of the
+"Collected" totals divided by N: instructions per execution, the figure issue 23 judges by.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import subprocess
+import sys
 import time
 
 import trio
@@ -55,9 +60,32 @@ async def main(concurrency: int, executions: int) -> None:
     print(json.dumps({"cpu_us_per_exec": round(per, 1), "concurrency": concurrency}))
 
 
+def collected(executions: int, concurrency: int) -> int:
+    """Instructions callgrind counts for a whole run of ``executions`` executions."""
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
+    command += [__file__, "--executions", str(executions), "--concurrency", str(concurrency)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    assert found is not None, done.stderr[-2000:]
+    return int(found.group(1))
+
+
+def instructions(concurrency: int, executions: int) -> None:
+    """Print the instructions per execution, as the difference of two runs."""
+    base = collected(100, concurrency)
+    more = collected(100 + executions, concurrency)
+    per = (more - base) / executions
+    print(f"{per / 1e6:.3f} M instructions per execution (callgrind, {executions} executions)")
+    print(json.dumps({"instructions_per_exec": round(per), "concurrency": concurrency}))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--concurrency", type=int, default=10_000)
-    parser.add_argument("--executions", type=int, default=5000)
+    parser.add_argument("--executions", type=int, default=None)
+    parser.add_argument("--instructions", action="store_true", help="count under callgrind")
     args = parser.parse_args()
-    trio.run(main, args.concurrency, args.executions)
+    if args.instructions:
+        instructions(args.concurrency, args.executions or 300)
+    else:
+        trio.run(main, args.concurrency, args.executions or 5000)
