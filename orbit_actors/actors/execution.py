@@ -33,10 +33,10 @@ from ..decide.invocation import (
 )
 from ..decide.operate import waits_for_unpause
 from ..decide.query import evaluate_query
-from ..decide.rest import rest_of
+from ..decide.rest import Rest, rest_of
 from ..errors import OrbitError, OwnershipLostError, StorageError
 from ..history.apply import apply, replay
-from ..history.events import Event, StepDispatched
+from ..history.events import Event, StepDispatched, StepScheduled
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
@@ -147,6 +147,7 @@ class ExecutionActor:
         self.started = False
         self.passivated = False  # it ended its run because it rests (it is not finished)
         self.wake_at_ms: int | None = None  # when it next needs deciding, as last computed
+        self._rest: tuple[ExecutionState, int, Rest] | None = None  # (state, its seq, rest)
 
     @property
     def execution_id(self) -> str:
@@ -205,7 +206,7 @@ class ExecutionActor:
             pass
         policy = self.ports.passivation
         if policy is not None:
-            rest = rest_of(self.state, self.definition)
+            rest = self._rest_now()
             wake = self.wake_at_ms = rest.wake_at_ms
             if rest.rests:
                 return await self._idle(wake, policy)
@@ -387,11 +388,12 @@ class ExecutionActor:
     ) -> list[Event]:
         """Decide to the fixpoint after ``applied`` (already in the state), commit, publish."""
         state = self.state
-        decided = decide_to_fixpoint(state, self.definition, self._now())
+        now = self._now()
+        decided = decide_to_fixpoint(state, self.definition, now)
         batch = [*applied, *decided]
         if not batch:
             return batch
-        claimed = self._claim_free_workers(batch)
+        claimed = self._claim_free_workers(batch, now)
         pool = self.ports.pool
         try:
             await self._commit(Commit(self._row(state), batch, create=create, admit=admit))
@@ -409,14 +411,13 @@ class ExecutionActor:
             await self._roll_over()
         return batch
 
-    def _claim_free_workers(self, batch: list[Event]) -> list[Task]:
+    def _claim_free_workers(self, batch: list[Event], now: int) -> list[Task]:
         """Task units scheduled by this batch that a session can take right now are dispatched
         in the same commit (one fsync instead of two); the others wait in the pool's queues."""
         claimed: list[Task] = []
         pool = self.ports.pool
-        now = self._now()
-        for event in list(batch):
-            if event.type != "StepScheduled":
+        for event in batch[:]:  # dispatches are appended as they are made
+            if not isinstance(event, StepScheduled):
                 continue
             found = invocation(self.state, self.definition, event.step)
             if (
@@ -557,8 +558,18 @@ class ExecutionActor:
         """The summary row with the wake-up index's fields (decide/rest.py)."""
         row = row_of(state)
         rest = rest_of(state, self.definition)
+        self._rest = (state, state.last_seq, rest)
         row.wake_at_ms, row.busy = rest.wake_at_ms, rest.busy
         return row
+
+    def _rest_now(self) -> Rest:
+        """How the state rests, as the last commit's row worked it out when no event came
+        since (every change of the state is an event, and each takes the next seq)."""
+        state = self.state
+        cached = self._rest
+        if cached is not None and cached[0] is state and cached[1] == state.last_seq:
+            return cached[2]
+        return rest_of(state, self.definition)
 
     def _lost(self, token: str) -> None:
         """A result that was not recorded, from a session that has ended since: the attempt

@@ -104,6 +104,9 @@ async def get_definition(call: Call) -> Answer:
 MAX_WAIT_SECONDS = 60.0  # a longer wait is clamped: answers never hang past a minute
 
 
+_OUTCOME: set[str] = {"status", "output", "error"}  # what a started execution's answer sends
+
+
 async def start_execution(call: Call) -> Answer:
     """Start an execution; with ``?wait=S``, answer once it has finished or S seconds passed."""
     body: m.StartExecution = call.body
@@ -118,7 +121,7 @@ async def start_execution(call: Call) -> Answer:
         except WaitTimeoutError:
             started.update(status="running", output=None, error=None)
         else:
-            outcome = body_of(result)
+            outcome = result.model_dump(mode="json", include=_OUTCOME)  # only what is sent
             started.update({key: outcome[key] for key in ("status", "output", "error")})
     return (201 if created else 200), started
 

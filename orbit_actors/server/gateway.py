@@ -30,7 +30,6 @@ from ..actors.sessions import Connection
 from ..errors import OrbitError
 from ..http.application import ServerSocket as Socket
 from ..http.websocket import SocketClosed
-from ..ir.jsontext import compact_json
 from ..runtime import Runtime
 from ..wire import messages as wire
 
@@ -69,7 +68,7 @@ class _Outbox:
     def send(self, message: wire.ServerMessage) -> None:
         """Queue ``message`` (the session layer's ``send``: it never blocks)."""
         if isinstance(message, wire.Task):
-            self._queue(compact_json(wire.encode(message)))
+            self._queue(wire.encode_text(message))
             return
         if isinstance(message, wire.ErrorMessage):
             self.sent_error = True
@@ -77,7 +76,7 @@ class _Outbox:
             self.stalled(f"over {MAX_OUTBOX} frames wait to be sent: the worker is not reading")
             return
         self._others += 1
-        self._queue(compact_json(wire.encode(message)))
+        self._queue(wire.encode_text(message))
 
     def close(self, code: int, reason: str) -> None:
         """Queue the close frame: it leaves after what was queued before it."""
