@@ -227,6 +227,7 @@ def _wire(
         SessionPorts(
             clock, router.report_result, router.mark_uncertain,
             definitions.task_versions, store.upsert_worker, store.touch_worker,
+            router.report_result_nowait,
         ),
         config.heartbeat_interval_ms, config.session_timeout_ms,
     )  # fmt: skip

@@ -24,6 +24,7 @@ from ..decide.transitions import Verdict
 from ..errors import OrbitError, StorageError
 from ..history.events import ErrorInfo
 from ..store.base import WorkerRecord
+from ..store.rules import TOUCH_INTERVAL_MS
 from ..wire import messages as wire
 from .clock import Clock
 from .pool import WorkerPool
@@ -32,6 +33,8 @@ log = logging.getLogger("orbit.workers")
 
 Send = Callable[[wire.ServerMessage], None]
 Close = Callable[[int, str], None]
+Answered = Callable[[Verdict | OrbitError], None]
+ReportNowait = Callable[[str, str, Any, ErrorInfo | None, Answered], bool]
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,10 @@ class SessionPorts:
     """Write the worker registry."""
     touch_worker: Callable[[str, int], Awaitable[None]]
     """Note a sign of life (rate-limited by the store)."""
+    report_result_nowait: ReportNowait | None = None
+    """``report_result`` without a wait, where the result's execution lives here: the last
+    argument is called with the verdict or the refusal; False when only ``report_result`` can
+    carry it."""
 
 
 @dataclass(eq=False)
@@ -213,6 +220,7 @@ class Connection:
         self.session: WorkerSession | None = None
         self.ever_registered = False
         self.bound_worker_id: str | None = None
+        self._touched_ms = -TOUCH_INTERVAL_MS  # when handle() last noted a sign of life
 
     async def handle(self, message: wire.WorkerMessage) -> None:
         """Answer one decoded message."""
@@ -225,10 +233,36 @@ class Connection:
             return
         manager = self.manager
         manager.seen(session)
-        await _best_effort(
-            manager.ports.touch_worker(session.worker_id, manager.ports.clock.now_ms())
-        )
+        self._touched_ms = now = manager.ports.clock.now_ms()
+        await _best_effort(manager.ports.touch_worker(session.worker_id, now))
         await _HANDLERS[type(message)](self, session, message)
+
+    def report_soon(self, message: wire.Complete | wire.Fail, done: Callable[[], None]) -> bool:
+        """A result handled as :meth:`handle` would, without a task waiting for its verdict:
+        the answer is sent, and ``done`` called, once the execution has recorded it. False,
+        with nothing done, when :meth:`handle` must carry it (no session yet, the worker's
+        sign of life is due to be written, the execution lives elsewhere or is not loaded)."""
+        session = self.session
+        manager = self.manager
+        report = manager.ports.report_result_nowait
+        now = manager.ports.clock.now_ms()
+        if session is None or report is None or now - self._touched_ms >= TOUCH_INTERVAL_MS:
+            return False
+
+        def answered(verdict: Verdict | OrbitError) -> None:  # in the execution's actor
+            try:
+                self._answer(message, verdict)
+            except Exception:  # the actor that recorded the result must not crash for it
+                log.exception("answering a result failed; closing the worker's connection")
+                self.close(1011, "internal error")
+            finally:
+                done()
+
+        output, failure = _outcome(message)
+        if not report(message.token, session.worker_id, output, failure, answered):
+            return False
+        manager.seen(session)
+        return True
 
     def closed(self) -> None:
         """The transport closed; a session not unregistered stays resumable until it times out."""
@@ -255,19 +289,19 @@ class Connection:
 
     async def _on_result(self, session: WorkerSession, message: wire.Complete | wire.Fail) -> None:
         """Route a result to its execution, which frees the slot when it records it."""
-        failure = None
-        if isinstance(message, wire.Fail):
-            e = message.error
-            failure = ErrorInfo(
-                code=e.code, message=e.message, retryable=e.retryable, details=e.details
-            )
-        output = message.output if isinstance(message, wire.Complete) else None
+        output, failure = _outcome(message)
         try:
-            verdict = await self.manager.ports.report_result(
+            verdict: Verdict | OrbitError = await self.manager.ports.report_result(
                 message.token, session.worker_id, output, failure
             )
         except OrbitError as exc:
-            self._error(exc.code, exc.message, message.id)
+            verdict = exc
+        self._answer(message, verdict)
+
+    def _answer(self, message: wire.Complete | wire.Fail, verdict: Verdict | OrbitError) -> None:
+        """The ack of a result, or the error frame of its refusal."""
+        if isinstance(verdict, OrbitError):
+            self._error(verdict.code, verdict.message, message.id)
             return
         if verdict.accepted:
             crash_point("result-before-ack")
@@ -366,6 +400,14 @@ class Connection:
         )
         manager.sessions[session.id] = session
         return session, False, warnings
+
+
+def _outcome(message: wire.Complete | wire.Fail) -> tuple[Any, ErrorInfo | None]:
+    """A result's output, or its failure as history records it."""
+    if isinstance(message, wire.Complete):
+        return message.output, None
+    e = message.error
+    return None, ErrorInfo(code=e.code, message=e.message, retryable=e.retryable, details=e.details)
 
 
 async def _best_effort(write: Awaitable[None]) -> None:

@@ -164,7 +164,8 @@ async def _read(
         message = _decode(frame, outbox.send)
         if isinstance(message, wire.Complete | wire.Fail):
             outbox.results += 1
-            nursery.start_soon(_handle_result, connection, message, outbox)
+            if not connection.report_soon(message, outbox.result_done):  # the usual case
+                nursery.start_soon(_handle_result, connection, message, outbox)
         elif message is not None:
             await _handle(connection, message, outbox.send)
         errors_in_row = errors_in_row + 1 if outbox.sent_error else 0

@@ -41,7 +41,7 @@ from ..errors import (
 )
 from ..history.events import ErrorInfo, Event
 from ..history.state import ExecutionState
-from ..mailbox import Command, Mailbox, Reply
+from ..mailbox import Command, Mailbox, Reply, ReplyTo
 from ..store.base import ExecutionRow, Store, WakeEntry
 from .dormant import Dormant
 
@@ -279,6 +279,36 @@ class Registry:
                 return verdict
         self._settle(token)
         return Verdict(token, False, UNKNOWN_TOKEN)
+
+    def report_result_nowait(
+        self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None,
+        answered: Callable[[Verdict | OrbitError], None],
+    ) -> bool:  # fmt: skip
+        """:meth:`report_result` without waiting: ``answered`` is called with the verdict (or
+        the refusal) once the execution has recorded the result. False, with nothing done,
+        when only :meth:`report_result` can carry it (no live execution, a full mailbox)."""
+        execution_id = execution_of(token)
+        mailbox = self.mailbox(execution_id) if execution_id else None
+        if mailbox is None:
+            return False
+
+        def then(reply: ReplyTo[Verdict]) -> None:
+            try:
+                verdict = reply.outcome()
+            except ActorGoneError:
+                self._settle(token)
+                verdict = Verdict(token, False, UNKNOWN_TOKEN)
+            except OrbitError as exc:
+                answered(exc)
+                return
+            answered(verdict)
+
+        command = cmd.ReportResult(token, worker_id, output, failure, reply=ReplyTo(then))
+        try:
+            mailbox.send_nowait(command)
+        except (MailboxFullError, ActorGoneError):
+            return False
+        return True
 
     def mark_uncertain(self, token: str, reason: str) -> None:
         """The session holding ``token`` was lost: its attempt is uncertain."""

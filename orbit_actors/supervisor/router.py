@@ -128,6 +128,18 @@ class Router:
             self._settle(token)  # a task of the shared queue held a slot of a session here
         return verdict
 
+    def report_result_nowait(
+        self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None,
+        answered: Callable[[Verdict | OrbitError], None],
+    ) -> bool:  # fmt: skip
+        """The usual case of :meth:`report_result` (the execution lives here) without a wait:
+        ``answered`` gets the verdict once it is recorded. False, with nothing done, when only
+        :meth:`report_result` can carry the result."""
+        execution_id = execution_of(token)
+        if execution_id is None or not self.surely_here(execution_id):
+            return False
+        return self._registry.report_result_nowait(token, worker_id, output, failure, answered)
+
     def mark_uncertain(self, token: str, reason: str) -> None:
         """The session here that held ``token`` was lost: its attempt is uncertain, here or at
         its owner."""

@@ -127,9 +127,9 @@ class FakeWorker:
             error = wire.FailError(code=exc.code, message=exc.message, retryable=exc.retryable)
             await self.connection.handle(wire.Fail(type="fail", token=task.token, error=error))
             return
-        await self.connection.handle(
-            wire.Complete(type="complete", token=task.token, output=output)
-        )
+        result = wire.Complete(type="complete", token=task.token, output=output)
+        if not self.connection.report_soon(result, _nothing):  # as the gateway hands results on
+            await self.connection.handle(result)
 
     async def complete(self, token: str, output: Any = None) -> wire.ServerMessage:
         """Send a result by hand; returns the answer."""
@@ -139,3 +139,7 @@ class FakeWorker:
 
 async def _echo(task: wire.Task) -> Any:
     return task.input
+
+
+def _nothing() -> None:
+    """A result answered: nothing more to do (the answer itself is delivered)."""
