@@ -119,9 +119,8 @@ class Starter:
         try:
             if key is not None:
                 await self.flow.start(definition, events, key)
-            else:
-                with trio.CancelScope(shield=True):  # a stored execution always gets its actor
-                    await self._supervisor.create(replay(events), definition, events)
+            else:  # not cancellable: a stored execution always gets its actor
+                await self._supervisor.create(replay(events), definition, events)
         except AlreadyStored:
             return self._existing(execution_id, definition, await self._row(execution_id))
         return execution_id, True

@@ -129,7 +129,8 @@ class Supervisor:
         admit: Admission | None = None,
     ) -> None:
         """Start the actor of a new execution whose first events ``created`` are applied to
-        ``state`` but not stored; returns once they are durable with the first decisions. When
+        ``state`` but not stored; returns once they are durable with the first decisions (a
+        cancel waits until then: see :class:`_Started`). When
         that commit fails (a taken id: :class:`AlreadyStored`, a full concurrency key with
         ``admit``: :class:`ConcurrencyFull`, or a storage error) nothing was stored, the actor
         is gone and the error is raised here."""
@@ -310,27 +311,38 @@ _ACTOR = "orbit.execution-actor"  # one shared task name (trio would build a str
 
 class _Started:
     """The "started" signal of an actor's first step, given in place of a ``TaskStatus``:
-    set once (a later call does nothing), with the error when a new execution never started."""
+    set once (a later call does nothing), with the error when a new execution never started.
+    Waiting for it cannot be cancelled: whoever creates an execution must learn whether its
+    first commit was made (a cancel scope shielding the wait cost as much as the rest of a
+    start's bookkeeping)."""
 
-    __slots__ = ("_event", "error")
+    __slots__ = ("_done", "_waiter", "error")
 
     def __init__(self) -> None:
-        self._event: trio.Event | None = trio.Event()
+        self._done = False
+        self._waiter: trio.lowlevel.Task | None = None
         self.error: BaseException | None = None
 
     def started(self, value: None = None) -> None:
-        if self._event is not None:
-            self._event.set()
-            self._event = None  # a long-lived actor keeps this object: keep it small
+        if not self._done:
+            self._done = True
+            waiter, self._waiter = self._waiter, None
+            if waiter is not None:
+                trio.lowlevel.reschedule(waiter)
 
     def fail(self, error: BaseException) -> None:
         self.error = error
         self.started()
 
     async def wait(self) -> None:
-        event = self._event
-        if event is not None:
-            await event.wait()
+        if not self._done:
+            self._waiter = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(_not_now)  # a cancel comes after it
+
+
+def _not_now(raise_cancel: object) -> trio.lowlevel.Abort:
+    """A wait that a cancel cannot cut short (it is delivered at the next checkpoint)."""
+    return trio.lowlevel.Abort.FAILED
 
 
 def _quarantined_message(execution_id: str, error: str) -> str:
