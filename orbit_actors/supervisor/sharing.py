@@ -240,7 +240,9 @@ class TaskSharing(Remote):
         server = server_of_session(c.session_id)
         if server is not None:
             self._remote.setdefault(server, {})[c.token] = execution_id
-            await self._check_member(server)  # noted first: a later notice finds it
+            # noted first, so a later notice finds it; asked aside, so the task is not delayed
+            if self._nursery is not None:
+                self._nursery.start_soon(self._check_member, server)
         return task
 
     def answered(self, token: str) -> None:
