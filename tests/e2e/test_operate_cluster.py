@@ -68,7 +68,7 @@ steps:
 def test_a_batch_acts_through_each_owner_and_is_taken_over_when_its_server_dies(
     cluster: Cluster,
 ) -> None:
-    first, second, batcher = cluster.servers
+    first, _, batcher = cluster.servers
     batcher.args += ["--batch-rate", "4"]
     for server in cluster.servers:
         server.start()
