@@ -63,18 +63,15 @@ async def test_a_terminate_batch_terminates_every_matched_execution_once(
     assert await counts(runtime, ids, "WorkflowTerminated") == {1: 30}
 
 
-async def test_a_batch_acts_at_most_batch_rate_executions_a_second() -> None:
+async def test_a_batch_acts_at_most_batch_rate_executions_a_second(
+    autojump_clock: MockClock,
+) -> None:
     async with open_runtime(MemoryStore(), RuntimeConfig(batch_rate=10)) as runtime:
         await started(runtime, 30)
         began = trio.current_time()
         record = await created(runtime, "pause", BatchFilter(status="running"))
         await runtime.batches.wait(record.batch_id)
         assert 2.9 <= trio.current_time() - began < 4
-
-
-test_a_batch_acts_at_most_batch_rate_executions_a_second = pytest.mark.trio(
-    clock=MockClock(autojump_threshold=0)
-)(test_a_batch_acts_at_most_batch_rate_executions_a_second)
 
 
 async def test_pause_and_unpause_batches_pause_and_unpause(
@@ -161,7 +158,7 @@ async def test_a_batch_that_matches_nothing_is_completed_at_once(
     assert (record.matched, record.state) == (0, "completed")
 
 
-async def test_a_cancelled_batch_acts_on_nothing_more() -> None:
+async def test_a_cancelled_batch_acts_on_nothing_more(autojump_clock: MockClock) -> None:
     async with open_runtime(MemoryStore(), RuntimeConfig(batch_rate=1)) as runtime:
         ids = await started(runtime, 20)
         record = await created(runtime, "pause", BatchFilter(workflow="wf"))
@@ -176,11 +173,6 @@ async def test_a_cancelled_batch_acts_on_nothing_more() -> None:
         assert again.record.state == "cancelled"
 
 
-test_a_cancelled_batch_acts_on_nothing_more = pytest.mark.trio(
-    clock=MockClock(autojump_threshold=0)
-)(test_a_cancelled_batch_acts_on_nothing_more)
-
-
 async def test_cancelling_a_completed_or_unknown_batch_is_refused(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
@@ -193,7 +185,9 @@ async def test_cancelling_a_completed_or_unknown_batch_is_refused(
         await runtime.batches.status("batch-nope")
 
 
-async def test_after_a_restart_a_batch_goes_on_and_counts_its_page_in_doubt_as_done() -> None:
+async def test_after_a_restart_a_batch_goes_on_and_counts_its_page_in_doubt_as_done(
+    autojump_clock: MockClock,
+) -> None:
     store = MemoryStore()
     async with open_runtime(store) as first:
         ids = await started(first, 10)
@@ -209,9 +203,3 @@ async def test_after_a_restart_a_batch_goes_on_and_counts_its_page_in_doubt_as_d
         assert (status.record.state, status.record.done) == ("completed", 9)
         assert [(f.execution_id, f.code) for f in status.failures] == [("x7", "EXECUTION_FINISHED")]
         assert await counts(second, ids, "WorkflowTerminated") == {1: 10}
-
-
-for _name in (
-    "test_after_a_restart_a_batch_goes_on_and_counts_its_page_in_doubt_as_done",
-):
-    globals()[_name] = pytest.mark.trio(clock=MockClock(autojump_threshold=0))(globals()[_name])
