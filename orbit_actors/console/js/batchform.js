@@ -91,13 +91,16 @@ export function batchForm(filters) {
       replace(recent, h("h3", {}, "Latest batches"), answer.batches.map(progressOf));
     }
   }).catch(() => {});
-  const form = h("details", { class: "card batch-form" },
-    h("summary", {}, "Act on many executions"),
+  const body = h("div", {});
+  // the fields exist only while the form is open: their labels never shadow the page's own
+  const toggled = () => replace(body, form.open ? [
     h("form", { onsubmit: preview, "aria-label": "Batch" },
       h("div", { class: "inline" },
         field("batch-action", "Action", action), field("batch-status", "Status", status),
         field("batch-workflow", "Workflow", workflow), field("batch-reason", "Why", reason)),
       h("button", { type: "submit" }, "Count matching executions")),
-    result, recent);
+    result, recent] : []);
+  const form = h("details", { class: "card batch-form", ontoggle: toggled },
+    h("summary", {}, "Act on many executions"), body);
   return { element: form, stop: () => pollers.forEach((p) => p.stop()) };
 }
