@@ -164,6 +164,7 @@ async def open_runtime(
         nursery.start_soon(_recover_busy, parts, [e.execution_id for e in first if e.busy])
         nursery.start_soon(_load_the_rest, parts)
         runtime = Runtime(parts)
+        await nursery.start(parts.batches.serve)  # before a takeover can hand it batches
         if cluster is not None:
             cluster.watch_schedules(parts.scheduler.reload_soon)
             if parts.sharing is not None:
@@ -175,7 +176,6 @@ async def open_runtime(
             await nursery.start(keep_membership, cluster, partial(_adopt, nursery, parts))
         await nursery.start(parts.scheduler.run)
         await nursery.start(runtime.purger.run)
-        await nursery.start(parts.batches.serve)
         try:
             yield runtime
         finally:

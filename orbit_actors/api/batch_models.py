@@ -2,28 +2,60 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..store.batches import FILTER_FIELDS
 
 Action = Literal["cancel", "terminate", "pause", "unpause", "rerun"]
 Status = Literal["queued", "running", "completed", "failed", "cancelled", "timed_out", "terminated"]
 MAX_IDS = 10_000
+MAX_MS = 2**53  # an instant any JSON reader takes exactly
+
+
+def _whole(value: Any) -> Any:
+    """A whole number written as ``3.0`` is an integer in JSON Schema: taken as one here too."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Instant = Annotated[int, Field(ge=0, le=MAX_MS), BeforeValidator(_whole)]
+
+
+def _given_fields_only(schema: dict[str, Any]) -> None:
+    """The document's filter: at least one field, and no field given as null."""
+    schema["minProperties"] = 1
+    for field in schema["properties"].values():
+        field.pop("default", None)
+        kinds = [kind for kind in field.pop("anyOf", []) if kind.get("type") != "null"]
+        if len(kinds) == 1:
+            field.update(kinds[0])
+        elif kinds:
+            field["anyOf"] = kinds
 
 
 class BatchFilter(BaseModel):
     """Which executions a batch acts on: every field given must hold; at least one is given.
     ``started_after_ms`` is inclusive, ``started_before_ms`` exclusive."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_given_fields_only)
     status: Status | None = None
     workflow: str | None = Field(default=None, min_length=1)
     version: str | None = Field(default=None, min_length=1)
-    started_after_ms: int | None = None
-    started_before_ms: int | None = None
+    started_after_ms: Instant | None = None
+    started_before_ms: Instant | None = None
     ids: list[str] | None = Field(default=None, min_length=1, max_length=MAX_IDS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, value in data.items():
+                if value is None:
+                    raise ValueError(f"{name} is null; leave it out to match any")
+        return data
 
     @model_validator(mode="after")
     def _one_field_at_least(self) -> BatchFilter:

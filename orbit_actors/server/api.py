@@ -382,7 +382,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {200: m.QueryAnswer}, errors=(404, 422)),
     Endpoint("POST", "/v1/batches", batch.create_batch,
              "Act on every execution a filter matches (dry_run: count them)",
-             {202: bm.BatchCreated, 200: bm.BatchPreview}, body=bm.CreateBatch, errors=(400,),
+             {202: bm.BatchCreated, 200: bm.BatchPreview}, body=bm.CreateBatch, errors=(400, 413),
              tags=("batches",)),
     Endpoint("GET", "/v1/batches", batch.list_batches, "Batches, newest first",
              {200: bm.BatchList}, query=bm.BatchListQuery, errors=(400,), tags=("batches",)),

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def batch_body(record: BatchRecord, status: BatchStatus | None = None) -> dict[str, Any]:
     """A batch as the API shows it (with its failures when ``status`` has them)."""
     failures = status.failures if status is not None else []
-    return b.Batch(
+    body = b.Batch(
         batch_id=record.batch_id, action=record.action,
         filter=b.BatchFilter(**record.filter.given()), reason=record.reason,
         state=record.state,
@@ -24,6 +24,8 @@ def batch_body(record: BatchRecord, status: BatchStatus | None = None) -> dict[s
         failed=[b.BatchFailure(**vars(f)) for f in failures], failed_count=record.failed,
         created_at_ms=record.created_at_ms, closed_at_ms=record.closed_at_ms,
     ).model_dump(mode="json")  # fmt: skip
+    body["filter"] = record.filter.given()  # the fields given only (none is null)
+    return body
 
 
 async def create_batch(call: Call) -> Answer:
