@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -28,7 +28,8 @@ BATCH_ID = click.argument("batch_id", metavar="BATCH_ID")
 
 
 class Instant(click.ParamType[int]):
-    """An instant as epoch milliseconds or an ISO 8601 time (``2026-12-01T09:00:00Z``)."""
+    """An instant as epoch milliseconds or an ISO 8601 time (``2026-12-01T09:00:00Z``; UTC
+    when it names no zone)."""
 
     name = "instant"
 
@@ -37,9 +38,12 @@ class Instant(click.ParamType[int]):
         if isinstance(value, int) or str(value).isdigit():
             return int(value)
         try:
-            return int(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
+            moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
         except ValueError:
             self.fail(f"{value!r} is neither epoch milliseconds nor an ISO 8601 time", param, ctx)
+        if moment.tzinfo is None:  # a time without a zone is UTC, as everywhere in Orbit
+            moment = moment.replace(tzinfo=UTC)
+        return int(moment.timestamp() * 1000)
 
 
 @click.group("batch", context_settings=CONTEXT,
