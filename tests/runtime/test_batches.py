@@ -71,7 +71,7 @@ async def test_a_batch_acts_at_most_batch_rate_executions_a_second(
         began = trio.current_time()
         record = await created(runtime, "pause", BatchFilter(status="running"))
         await runtime.batches.wait(record.batch_id)
-        assert 2.9 <= trio.current_time() - began < 4
+        assert 2.9 - 1e-6 <= trio.current_time() - began < 4  # 30 turns, 0.1 s apart
 
 
 async def test_pause_and_unpause_batches_pause_and_unpause(
