@@ -9,10 +9,13 @@ leaves nothing of itself visible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from ..errors import StorageError
 from ..history.events import Event
+
+if TYPE_CHECKING:  # batches.py builds on this module
+    from .batches import BatchFailure, BatchFilter, BatchItem, BatchProgress, BatchRecord
 
 PutOutcome = Literal["created", "unchanged", "conflict"]
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "timed_out", "terminated"})
@@ -351,6 +354,53 @@ class Store(Protocol):
 
     async def release_claims(self, except_owner: str) -> int:
         """Release claims of other (dead) processes that never fired; returns how many."""
+        ...
+
+    # -- batches (store/batches.py) --------------------------------------------------------
+    async def create_batch(self, record: BatchRecord) -> int:
+        """Store a batch (``running``, or ``completed`` when nothing matched) with the snapshot
+        of the executions its filter matches, oldest first, in one transaction; the count."""
+        ...
+
+    async def batch_matches(self, flt: BatchFilter) -> tuple[int, list[str]]:
+        """How many executions ``flt`` matches now, and the first 20 ids (writes nothing)."""
+        ...
+
+    async def batch(self, batch_id: str) -> BatchRecord | None:
+        """One batch."""
+        ...
+
+    async def batches(
+        self, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[BatchRecord], str | None]:
+        """Batches newest first, a page at a time, and the cursor of the next page."""
+        ...
+
+    async def batch_items(self, batch_id: str, start: int, limit: int) -> list[BatchItem]:
+        """Up to ``limit`` items of a batch's snapshot from position ``start`` on."""
+        ...
+
+    async def batch_failures(self, batch_id: str, limit: int) -> list[BatchFailure]:
+        """The first ``limit`` executions a batch could not act on, in the batch's order."""
+        ...
+
+    async def mark_batch_doubt(self, batch_id: str, until: int) -> bool:
+        """Items before ``until`` may be acted on from now on; False (nothing written) when
+        the batch no longer runs."""
+        ...
+
+    async def advance_batch(self, batch_id: str, progress: BatchProgress, now_ms: int) -> str:
+        """Commit the outcome of one page (once: a page already committed changes nothing),
+        completing the batch after its last; its state after."""
+        ...
+
+    async def cancel_batch(self, batch_id: str, now_ms: int) -> str | None:
+        """Cancel a running batch; its state after (None: there is no such batch)."""
+        ...
+
+    async def claim_batches(self, owner: str, from_owners: list[str] | None) -> list[str]:
+        """Make ``owner`` the owner of the running batches of ``from_owners`` (None: of every
+        running batch); their ids, oldest first."""
         ...
 
     def statistics(self) -> StoreStatistics:

@@ -32,13 +32,15 @@ from ..store.base import (
 from ..store.cursor import clamp_limit, decode_cursor, encode_cursor
 from ..store.flow_slots import admits, slot_change
 from ..store.rules import WorkerTouches, check_commit
+from .memory_batches import MemoryBatches
 
 
-class MemoryStore:
+class MemoryStore(MemoryBatches):
     """The :class:`~orbit_actors.store.base.Store` contract in memory. ``fail_next_commit`` makes
     the next write raise StorageError, as a full disk would."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._definitions: dict[tuple[str, str], DefinitionRecord] = {}
         self._executions: dict[str, tuple[int, ExecutionRow]] = {}
         self._history: dict[tuple[str, int], list[Event]] = {}

@@ -110,11 +110,26 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             state TEXT NOT NULL)""",
         "CREATE INDEX flow_slots_by_key ON flow_slots (key, state, ord)",
     ),
+    # 7: batches (store/batches.py): each batch, its progress and owner, and the snapshot of
+    # the executions it matched (with the refusal of each it could not act on)
+    (
+        """CREATE TABLE batches (
+            ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            batch_id TEXT NOT NULL UNIQUE, action TEXT NOT NULL,
+            filter TEXT NOT NULL, reason TEXT, state TEXT NOT NULL, matched INTEGER NOT NULL,
+            done INTEGER NOT NULL, failed INTEGER NOT NULL, position INTEGER NOT NULL,
+            doubt_until INTEGER NOT NULL, owner TEXT, created_at_ms BIGINT NOT NULL,
+            closed_at_ms BIGINT)""",
+        """CREATE TABLE batch_items (
+            batch_id TEXT NOT NULL, position INTEGER NOT NULL, execution_id TEXT NOT NULL,
+            run INTEGER NOT NULL, code TEXT, message TEXT,
+            PRIMARY KEY (batch_id, position))""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("definitions", "executions", "segments", "runs", "workers", "schedules",
           "schedule_claims", "servers", "inbox", "ready_tasks", "flow_keys",
-          "flow_slots")  # fmt: skip
+          "flow_slots", "batches", "batch_items")  # fmt: skip
 
 
 def describe(url: str) -> str:
