@@ -16,6 +16,7 @@ Found = dict[str, tuple[int, str, str]]
 _COMPILED: dict[tuple[str, int | None], CompiledDefinition] = {}
 """Compiled definitions by IR text and the server's default schedule-to-start (a process checks
 many chunks against the same few versions)."""
+_KEPT = 32
 
 
 def compiled(ir: str, schedule_to_start_ms: int | None = None) -> CompiledDefinition:
@@ -24,6 +25,8 @@ def compiled(ir: str, schedule_to_start_ms: int | None = None) -> CompiledDefini
     key = (ir, schedule_to_start_ms)
     found = _COMPILED.get(key)
     if found is None:
+        if len(_COMPILED) >= _KEPT:  # every candidate checked is new text: keep a few
+            _COMPILED.clear()
         found = compile_ir(json.loads(ir))
         found.default_schedule_to_start_ms = schedule_to_start_ms
         _COMPILED[key] = found
