@@ -23,11 +23,16 @@ NICENESS = 10
 first."""
 
 
+MOST_PROCESSES = 4
+"""A page of the check (at most 1,000 executions) is at most four chunks, so more processes
+would only hold memory."""
+
+
 def processes() -> int:
-    """Check processes to run: one per core. They run niced (:data:`NICENESS`), so the
-    scheduler still hands a core to serving whenever it has work: the check takes only the CPU
-    that serving leaves idle."""
-    return max(1, os.cpu_count() or 1)
+    """Check processes to run: one per core, up to :data:`MOST_PROCESSES`. They run niced
+    (:data:`NICENESS`), so the scheduler still hands a core to serving whenever it has work:
+    the check takes only the CPU that serving leaves idle."""
+    return max(1, min(os.cpu_count() or 1, MOST_PROCESSES))
 
 
 class CheckProcess:
