@@ -3,6 +3,7 @@ pool, and in which order, is the whole of how it dispatches."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from orbit_actors.history.state import ExecutionState
 from orbit_actors.ir import compile_source
 from orbit_actors.ir.plan import CompiledDefinition
 from orbit_actors.mailbox import Command, Mailbox, Reply
+from orbit_actors.store.base import RateCharge, RateLimited
 from orbit_actors.testing import MemoryStore
 from orbit_actors.wire.messages import Task
 
@@ -59,6 +61,12 @@ class FakePool:
 
     def take_rate(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> bool:
         return True
+
+    def rate_refused(self, charges: Sequence[RateCharge], limited: RateLimited) -> None:
+        self.calls.append(f"refused {len(charges)}, opens at {limited.opens_at_ms}")
+
+    def hold(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> None:
+        self.calls.append(f"hold {unit.key}")
 
     def push(self, task: Task, now_ms: int) -> None:
         self.pushed.append(task)

@@ -110,11 +110,22 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             state TEXT NOT NULL)""",
         "CREATE INDEX flow_slots_by_key ON flow_slots (key, state, ord)",
     ),
+    # 7: rate limits (store/rate_log.py). A commit that charges a (task, key) locks its row in
+    # rate_keys first, so servers counting the same key take turns; rate_log holds each
+    # recent dispatch, by (task, key) and instant, and by when it may be deleted.
+    (
+        "CREATE TABLE rate_keys (task TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (task, key))",
+        """CREATE TABLE rate_log (
+            task TEXT NOT NULL, key TEXT NOT NULL, at_ms BIGINT NOT NULL,
+            expires_ms BIGINT NOT NULL)""",
+        "CREATE INDEX rate_log_by_key ON rate_log (task, key, at_ms)",
+        "CREATE INDEX rate_log_by_expiry ON rate_log (expires_ms)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("definitions", "executions", "segments", "runs", "workers", "schedules",
           "schedule_claims", "servers", "inbox", "ready_tasks", "flow_keys",
-          "flow_slots")  # fmt: skip
+          "flow_slots", "rate_keys", "rate_log")  # fmt: skip
 
 
 def describe(url: str) -> str:

@@ -86,6 +86,15 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             state TEXT NOT NULL)""",
         "CREATE INDEX flow_slots_by_key ON flow_slots (key, state, ord)",
     ),
+    # 8: rate limits (store/rate_log.py): each recent dispatch of a rate-limited task, by
+    # (task, key) and instant, and by when it may be deleted
+    (
+        """CREATE TABLE rate_log (
+            task TEXT NOT NULL, key TEXT NOT NULL, at_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL)""",
+        "CREATE INDEX rate_log_by_key ON rate_log (task, key, at_ms)",
+        "CREATE INDEX rate_log_by_expiry ON rate_log (expires_ms)",
+    ),
 )
 INCREMENTAL = 2  # PRAGMA auto_vacuum
 SCHEMA_VERSION = len(MIGRATIONS)
