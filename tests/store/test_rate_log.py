@@ -113,8 +113,11 @@ async def test_two_servers_on_one_postgresql_database_share_the_limit(
         except RateLimited:
             pass
 
-    async with open_postgres_store(url) as first, open_postgres_store(url) as second:
-        async with trio.open_nursery() as nursery:
-            for n in range(30):
-                nursery.start_soon(one, (first, second)[n % 2], f"e{n}", 1000 + n)
+    async with (
+        open_postgres_store(url) as first,
+        open_postgres_store(url) as second,
+        trio.open_nursery() as nursery,
+    ):
+        for n in range(30):
+            nursery.start_soon(one, (first, second)[n % 2], f"e{n}", 1000 + n)
     assert len(written) == 5
