@@ -34,4 +34,3 @@ def take(instants: list[int], limit: int, per_ms: int, now_ms: int) -> int | Non
         return opens
     bisect.insort(instants, now_ms)
     return None
-

@@ -12,8 +12,7 @@ from ..rate_log import PRUNE_BATCH, RateBook, charged, latest
 
 _RECENT = "SELECT at_ms FROM rate_log WHERE task = ? AND key = ? AND at_ms > ?"
 _PRUNE = (
-    "DELETE FROM rate_log WHERE rowid IN "
-    "(SELECT rowid FROM rate_log WHERE expires_ms <= ? LIMIT ?)"
+    "DELETE FROM rate_log WHERE rowid IN (SELECT rowid FROM rate_log WHERE expires_ms <= ? LIMIT ?)"
 )
 
 
