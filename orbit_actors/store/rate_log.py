@@ -25,7 +25,8 @@ SKEW_MARGIN_MS = 1_000
 """How long past its window an instant is kept: the clock difference between servers that the
 count tolerates."""
 PRUNE_BATCH = 500
-"""Expired rows one batch deletes at most (the rest go with the next batches)."""
+"""Expired rows one batch deletes at most (the rest go with the next batches), or twice what it
+adds if more: the deleting keeps up with the adding."""
 
 Window = tuple[str, str]  # (task, key)
 LogRow = tuple[str, str, int, int]  # (task, key, at_ms, expires_ms)

@@ -56,4 +56,4 @@ def write_book(conn: Conn, book: RateBook, commits: Sequence[Commit]) -> None:
     """Write the instants the batch took and delete some expired ones."""
     if book.added:
         conn.execute(_ADD, [list(column) for column in zip(*book.added, strict=True)])
-    conn.execute(_PRUNE, (latest(commits), PRUNE_BATCH))
+    conn.execute(_PRUNE, (latest(commits), max(PRUNE_BATCH, 2 * len(book.added))))

@@ -11,6 +11,7 @@ from ..base import Commit
 from ..rate_log import PRUNE_BATCH, RateBook, charged, latest
 
 _RECENT = "SELECT at_ms FROM rate_log WHERE task = ? AND key = ? AND at_ms > ?"
+_ROWS_PER_INSERT = 1_000  # 4,000 parameters: below SQLite's limit
 _PRUNE = (
     "DELETE FROM rate_log WHERE rowid IN (SELECT rowid FROM rate_log WHERE expires_ms <= ? LIMIT ?)"
 )
@@ -29,6 +30,9 @@ def read_book(conn: sqlite3.Connection, commits: Sequence[Commit]) -> RateBook |
 
 def write_book(conn: sqlite3.Connection, book: RateBook, commits: Sequence[Commit]) -> None:
     """Write the instants the batch took and delete some expired ones."""
-    if book.added:
-        conn.executemany("INSERT INTO rate_log VALUES (?, ?, ?, ?)", book.added)
-    conn.execute(_PRUNE, (latest(commits), PRUNE_BATCH))
+    added = book.added
+    for start in range(0, len(added), _ROWS_PER_INSERT):  # one SQLite step per statement
+        chunk = added[start : start + _ROWS_PER_INSERT]
+        marks = ", ".join(["(?, ?, ?, ?)"] * len(chunk))
+        conn.execute(f"INSERT INTO rate_log VALUES {marks}", [v for row in chunk for v in row])
+    conn.execute(_PRUNE, (latest(commits), max(PRUNE_BATCH, 2 * len(book.added))))
