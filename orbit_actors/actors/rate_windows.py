@@ -86,6 +86,10 @@ class RateWindows(Generic[T]):
             opens = rate_window.opens_at(log, rate.limit, rate.per_ms, now_ms)
         return opens if closed is None else max(opens, closed)
 
+    def remembered(self) -> int:
+        """How many (task, key) windows this server keeps a log or a refusal of."""
+        return len(self._logs.keys() | self._closed.keys())
+
     def _new_log(self, window: Window, rate: RateTake, now_ms: int) -> deque[int]:
         self._created += 1
         if self._created >= FORGET_EVERY:
@@ -96,10 +100,12 @@ class RateWindows(Generic[T]):
         return log
 
     def _forget(self, now_ms: int) -> None:
-        """Drop the logs whose every instant is older than their ``per``: they allow anything."""
+        """Drop the logs whose every instant is older than their ``per`` and the refusals that
+        have passed: they allow anything."""
         stale = [w for w, log in self._logs.items() if not log or now_ms - log[-1] >= self._pers[w]]
         for window in stale:
             del self._logs[window], self._pers[window]
+        self._closed = {w: until for w, until in self._closed.items() if until > now_ms}
 
     def park(self, unit: T, rate: RateTake, now_ms: int) -> None:
         """Keep ``unit`` until a dispatch of ``rate`` is allowed again."""

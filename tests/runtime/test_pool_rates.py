@@ -1,11 +1,12 @@
 """What the pool knows of rate limits is a hint the store corrects: a charge the store refused
 is given back, the window stays shut until the instant the store named, a unit the store refused
 is held until then, and when its window opens it goes to a session here with room, or else is
-queued and published for another server's worker."""
+queued and published for another server's worker; and what allows anything again is forgotten."""
 
 from __future__ import annotations
 
 from orbit_actors.actors.pool import Offer, WorkerPool
+from orbit_actors.actors.rate_windows import FORGET_EVERY, RateWindows
 from orbit_actors.decide.invocation import RateTake, TaskInvocation
 from orbit_actors.store.base import RateCharge, RateLimited
 
@@ -75,3 +76,14 @@ def test_a_held_unit_with_no_session_here_is_published_when_its_window_opens() -
     assert sharing.shared == ["a"] and offers == []
     pool.connect("s1", "w", "python", [("t", "1")], 1, lambda message: None)
     assert [o.key for o in offers] == ["a"] and sharing.withdrawn == ["a"]
+
+
+def test_a_server_forgets_the_windows_that_allow_anything_again() -> None:
+    windows: RateWindows[str] = RateWindows()
+    windows.take(RateTake("t", "once", 1, 1000), 0)
+    windows.close("t", "refused", 500)
+    windows.take(RateTake("t", "slow", 1, 60_000), 0)
+    for n in range(FORGET_EVERY):
+        windows.take(RateTake("t", f"k{n}", 1, 1000), 5_000)
+    assert windows.remembered() == FORGET_EVERY + 1  # `slow` is still in its minute
+    assert not windows.allows(RateTake("t", "slow", 1, 60_000), 5_000)
