@@ -174,7 +174,7 @@ def test_a_rate_limit_of_ten_a_second_is_never_exceeded_in_any_second(
     assert clients[0].wait(other, timeout=120).status == "completed"
     for client in clients:
         client.close()
-    assert most_in_any_span(dispatched, 1000) == 10
+    assert most_in_any_span(dispatched, 1000) <= 10
     assert max(dispatched) - min(dispatched) >= 5000  # 60 at 10 a second: six windows
 
 
