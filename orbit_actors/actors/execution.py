@@ -443,9 +443,10 @@ class ExecutionActor:
         except (StorageError, AlreadyStored, ConcurrencyFull, RateLimited) as exc:
             for task in claimed:
                 pool.release(task.token)
-            if not isinstance(exc, RateLimited):
+            limited = exc if isinstance(exc, RateLimited) else None
+            pool.rates_not_taken(rates, limited)
+            if limited is None:
                 raise
-            pool.rate_refused(rates, exc)
             await self._restore([] if charges else applied, create)
             if charges:
                 raise

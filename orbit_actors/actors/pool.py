@@ -153,9 +153,11 @@ class WorkerPort(Protocol):
         False: over it (the pool keeps the unit and offers it again once the limit allows)."""
         ...
 
-    def rate_refused(self, charges: Sequence[RateCharge], limited: RateLimited) -> None:
-        """The store refused a commit over a rate limit: its charges did not happen, and the
-        window it names opens at ``limited.opens_at_ms``."""
+    def rates_not_taken(
+        self, charges: Sequence[RateCharge], limited: RateLimited | None = None
+    ) -> None:
+        """A commit carrying ``charges`` was not written: they did not happen. ``limited``: the
+        store refused it over a rate limit, whose window opens at ``limited.opens_at_ms``."""
         ...
 
     def hold(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> None:
@@ -503,12 +505,15 @@ class WorkerPool:
         self.hold(execution_id, unit, now_ms)
         return False
 
-    def rate_refused(self, charges: Sequence[RateCharge], limited: RateLimited) -> None:
-        """The store refused these charges: the hint gives them back and learns when the
-        window the store named opens."""
+    def rates_not_taken(
+        self, charges: Sequence[RateCharge], limited: RateLimited | None = None
+    ) -> None:
+        """A commit carrying ``charges`` was not written: the hint gives them back, and learns
+        when the window the store named opens if it refused the commit over a rate limit."""
         for charge in charges:
             self.rates.give_back(charge.take, charge.at_ms)
-        self.rates.close(limited.task, limited.key, limited.opens_at_ms)
+        if limited is not None:
+            self.rates.close(limited.task, limited.key, limited.opens_at_ms)
 
     def hold(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> None:
         """Park ``unit`` until its rate window opens, then offer it again."""

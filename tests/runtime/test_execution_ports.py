@@ -70,8 +70,11 @@ class FakePool:
     def take_rate(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> bool:
         return True
 
-    def rate_refused(self, charges: Sequence[RateCharge], limited: RateLimited) -> None:
-        self.calls.append(f"refused {len(charges)}, opens at {limited.opens_at_ms}")
+    def rates_not_taken(
+        self, charges: Sequence[RateCharge], limited: RateLimited | None = None
+    ) -> None:
+        if limited is not None:
+            self.calls.append(f"refused {len(charges)}, opens at {limited.opens_at_ms}")
 
     def hold(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> None:
         self.calls.append(f"hold {unit.key}")

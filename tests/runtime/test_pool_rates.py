@@ -43,7 +43,7 @@ def test_a_refused_charge_is_given_back_and_the_window_stays_shut_until_the_stor
     now = Now()
     pool, _ = pool_at(now)
     assert pool.take_rate("e1", rated("a"), 0)
-    pool.rate_refused([RateCharge(TAKE, 0)], RateLimited("t", "m", 800))
+    pool.rates_not_taken([RateCharge(TAKE, 0)], RateLimited("t", "m", 800))
     now.ms = 500
     assert not pool.take_rate("e2", rated("a"), 500)  # held: the store said 800
     assert pool.rate_limited("e2", "a") == TAKE
@@ -56,7 +56,7 @@ def test_a_held_unit_goes_to_a_session_here_when_its_window_opens() -> None:
     now = Now()
     pool, offers = pool_at(now)
     pool.connect("s1", "w", "python", [("t", "1")], 1, lambda message: None)
-    pool.rate_refused([], RateLimited("t", "m", 800))
+    pool.rates_not_taken([], RateLimited("t", "m", 800))
     pool.hold("e", rated("a"), 0)
     assert offers == []
     now.ms = 800
@@ -68,7 +68,7 @@ def test_a_held_unit_goes_to_a_session_here_when_its_window_opens() -> None:
 def test_a_held_unit_with_no_session_here_is_published_when_its_window_opens() -> None:
     now, sharing = Now(), Recorder()
     pool, offers = pool_at(now, sharing)
-    pool.rate_refused([], RateLimited("t", "m", 800))
+    pool.rates_not_taken([], RateLimited("t", "m", 800))
     pool.hold("e", rated("a"), 0)
     assert sharing.shared == []  # not while its window is shut
     now.ms = 800
@@ -87,3 +87,12 @@ def test_a_server_forgets_the_windows_that_allow_anything_again() -> None:
         windows.take(RateTake("t", f"k{n}", 1, 1000), 5_000)
     assert windows.remembered() == FORGET_EVERY + 1  # `slow` is still in its minute
     assert not windows.allows(RateTake("t", "slow", 1, 60_000), 5_000)
+
+
+def test_charges_of_a_commit_that_failed_for_another_reason_are_given_back() -> None:
+    pool, _ = pool_at(Now())
+    assert pool.take_rate("e1", rated("a"), 0)
+    assert pool.take_rate("e2", rated("a"), 0)
+    pool.rates_not_taken([RateCharge(TAKE, 0)])  # say, a start its concurrency key refused
+    assert pool.take_rate("e3", rated("a"), 0)
+    assert pool.rate_limited("e3", "a") is None
