@@ -5,8 +5,8 @@ its charge and is refused when over the limit, in its own transaction, however m
 share the database. What this module keeps is a **hint** that spares the store commits it would
 refuse: a sliding log of this server's own dispatch instants (``decide/rate_window.py``), and,
 for each window the store refused, the instant the store said it opens. The hint never holds a
-unit back longer than the store would: it counts only what the store counted too (a refused
-charge is given back) and what the store said.
+unit back longer than the store would: it counts only what the store counted too (the charge of
+a commit not written is given back) and what the store said.
 
 Units over the hint are **parked** with the instant their window opens and say why they wait
 (``rate_limited``); :meth:`RateWindows.due` gives them back once that instant has come, oldest
@@ -62,7 +62,7 @@ class RateWindows(Generic[T]):
         return True
 
     def give_back(self, rate: RateTake, at_ms: int) -> None:
-        """A dispatch counted at ``at_ms`` was not recorded (its commit was refused)."""
+        """A dispatch counted at ``at_ms`` was not recorded (its commit was not written)."""
         log = self._logs.get((rate.task, rate.key))
         if log is not None and at_ms in log:
             log.remove(at_ms)
