@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
+from ..decide.invocation import RateTake
 from ..errors import StorageError
 from ..history.events import Event
 
@@ -153,19 +154,31 @@ class Admission:
     over_limit: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class RateCharge:
+    """A dispatch a commit records (its ``StepDispatched`` at ``at_ms``) counted against its
+    task's rate limit (``store/rate_log.py``)."""
+
+    take: RateTake
+    at_ms: int
+
+
 @dataclass(slots=True)
 class Commit:
     """The events of one execution to append, with its summary row. With ``rollover``, run
     ``row.run - 1`` is archived and ``events`` are the first events of run ``row.run``. With
     ``create``, the commit starts a new execution and is refused with :class:`AlreadyStored`
     (nothing written, nobody else's commit disturbed) when the id is taken. With ``admit``, it
-    is refused with :class:`ConcurrencyFull` (nothing written) when its key is full."""
+    is refused with :class:`ConcurrencyFull` (nothing written) when its key is full. With
+    ``rates``, it is refused with :class:`RateLimited` (nothing written) when one of its
+    dispatches would pass its rate limit, counted in the commit's own transaction."""
 
     row: ExecutionRow
     events: list[Event]
     rollover: bool = False
     create: bool = False
     admit: Admission | None = None
+    rates: tuple[RateCharge, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,6 +195,15 @@ class ConcurrencyFull(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(f"concurrency key `{key}` is full")
         self.key = key
+
+
+class RateLimited(Exception):
+    """A commit's dispatch would pass its task's rate limit: nothing of the commit was written;
+    a dispatch of ``task`` for ``key`` is allowed again from ``opens_at_ms`` on."""
+
+    def __init__(self, task: str, key: str, opens_at_ms: int) -> None:
+        super().__init__(f"task `{task}` is over its rate limit for key `{key}`")
+        self.task, self.key, self.opens_at_ms = task, key, opens_at_ms
 
 
 class StoreOpenError(StorageError):

@@ -35,8 +35,7 @@ import trio
 from ..actors import commands as cmd
 from ..actors.clock import Clock
 from ..actors.execution import new_token
-from ..actors.pool import Offer, QueueKey, WorkerPool, queue_key
-from ..decide.invocation import TaskInvocation
+from ..actors.pool import Offer, QueueKey, WorkerPool
 from ..errors import OrbitError, OwnerUnavailableError
 from ..mailbox import Reply
 from ..store.cluster import Cluster, ReadyTask
@@ -74,13 +73,10 @@ class TaskSharing(Remote):
         self._remote: dict[str, dict[str, str]] = {}  # server → {token: execution} sent there
 
     # -- the pool's port (Sharing) ---------------------------------------------------------
-    def spilled(self, execution_id: str, unit: TaskInvocation) -> None:
+    def spilled(self, execution_id: str, key: str, attempt: int, queue: QueueKey) -> None:
         """Publish a unit of ours that waits for a session (at the next flush)."""
-        _, _, language = queue_key(unit.task_name, unit.contract_version, unit.language)
-        ready = ReadyTask(
-            execution_id, unit.key, unit.attempt, unit.task_name, unit.contract_version,
-            language or "",
-        )  # fmt: skip
+        task_name, contract_version, language = queue
+        ready = ReadyTask(execution_id, key, attempt, task_name, contract_version, language or "")
         self._publish[ready[:3]] = ready
         self._flush.set()
 

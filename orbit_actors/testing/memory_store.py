@@ -31,6 +31,7 @@ from ..store.base import (
 )
 from ..store.cursor import clamp_limit, decode_cursor, encode_cursor
 from ..store.flow_slots import admits, slot_change
+from ..store.rate_log import RateBook, Window, charged
 from ..store.rules import WorkerTouches, check_commit
 from .memory_batches import MemoryBatches
 
@@ -49,6 +50,7 @@ class MemoryStore(MemoryBatches):
         self._schedules: dict[str, ScheduleRecord] = {}
         self._claims: dict[tuple[str, int], tuple[str, str | None]] = {}
         self._slots: dict[str, dict[str, str]] = {}  # key → execution id → running | queued
+        self._rates: dict[Window, list[int]] = {}  # (task, key) → dispatch instants
         self._order = 0
         self._stats = StoreStatistics()
         self.fail_next_commit: str | None = None
@@ -94,6 +96,8 @@ class MemoryStore(MemoryBatches):
         await self._write(len(commit.events))
         if commit.admit is not None and not self._admits(commit.admit):  # checked as written
             raise ConcurrencyFull(commit.admit.key)
+        if commit.rates:
+            self._charge(commit)
         self._take_slot(commit)
         key = (row.execution_id, row.run)
         events = [] if commit.rollover else self._history.get(key, [])
@@ -124,6 +128,16 @@ class MemoryStore(MemoryBatches):
         slots = self._slots.get(admission.key, {})
         running = sum(state == "running" for state in slots.values())
         return admits(admission, running, len(slots) - running)
+
+    def _charge(self, commit: Commit) -> None:
+        """Count the commit's dispatches against their rate limits, or raise RateLimited."""
+        book = RateBook({window: self._rates.get(window, []) for window in charged([commit])})
+        limited = book.charge(commit)
+        if limited is not None:
+            raise limited
+        for task, key, at_ms, expires_ms in book.added:
+            kept = self._rates.setdefault((task, key), [])
+            kept[:] = sorted(at for at in [*kept, at_ms] if at > at_ms - (expires_ms - at_ms))
 
     def _take_slot(self, commit: Commit) -> None:
         change = slot_change(commit)

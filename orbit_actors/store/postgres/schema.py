@@ -125,11 +125,22 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             run INTEGER NOT NULL, code TEXT, message TEXT,
             PRIMARY KEY (batch_id, position))""",
     ),
+    # 8: rate limits (store/rate_log.py). A commit that charges a (task, key) locks its row in
+    # rate_keys first, so servers counting the same key take turns; rate_log holds each
+    # recent dispatch, by (task, key) and instant, and by when it may be deleted.
+    (
+        "CREATE TABLE rate_keys (task TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (task, key))",
+        """CREATE TABLE rate_log (
+            task TEXT NOT NULL, key TEXT NOT NULL, at_ms BIGINT NOT NULL,
+            expires_ms BIGINT NOT NULL)""",
+        "CREATE INDEX rate_log_by_key ON rate_log (task, key, at_ms)",
+        "CREATE INDEX rate_log_by_expiry ON rate_log (expires_ms)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("definitions", "executions", "segments", "runs", "workers", "schedules",
           "schedule_claims", "servers", "inbox", "ready_tasks", "flow_keys",
-          "flow_slots", "batches", "batch_items")  # fmt: skip
+          "flow_slots", "batches", "batch_items", "rate_keys", "rate_log")  # fmt: skip
 
 
 def describe(url: str) -> str:

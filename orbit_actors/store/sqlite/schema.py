@@ -100,6 +100,15 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             run INTEGER NOT NULL, code TEXT, message TEXT,
             PRIMARY KEY (batch_id, position)) WITHOUT ROWID""",
     ),
+    # 9: rate limits (store/rate_log.py): each recent dispatch of a rate-limited task, by
+    # (task, key) and instant, and by when it may be deleted
+    (
+        """CREATE TABLE rate_log (
+            task TEXT NOT NULL, key TEXT NOT NULL, at_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL)""",
+        "CREATE INDEX rate_log_by_key ON rate_log (task, key, at_ms)",
+        "CREATE INDEX rate_log_by_expiry ON rate_log (expires_ms)",
+    ),
 )
 INCREMENTAL = 2  # PRAGMA auto_vacuum
 SCHEMA_VERSION = len(MIGRATIONS)
