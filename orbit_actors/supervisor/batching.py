@@ -272,6 +272,9 @@ class Batches:
             if already_done(record.action, exc.code, row):
                 return None
             return BatchFailure(item.execution_id, exc.code, exc.message)
+        except Exception as exc:  # a bug acting on one execution must not stop the server
+            log.exception("batch %s: acting on %s failed", record.batch_id, item.execution_id)
+            return BatchFailure(item.execution_id, "INTERNAL", f"{type(exc).__name__}: {exc}")
         return None
 
 

@@ -203,3 +203,24 @@ async def test_after_a_restart_a_batch_goes_on_and_counts_its_page_in_doubt_as_d
         assert (status.record.state, status.record.done) == ("completed", 9)
         assert [(f.execution_id, f.code) for f in status.failures] == [("x7", "EXECUTION_FINISHED")]
         assert await counts(second, ids, "WorkflowTerminated") == {1: 10}
+
+
+async def test_a_bug_acting_on_one_execution_fails_that_one_and_the_batch_goes_on(
+    runtime: Runtime, autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await started(runtime, 5)
+    act = runtime.batches._act
+
+    async def broken_on_x2(action: str, execution_id: str, reason: str) -> object:
+        if execution_id == "x2":
+            raise RuntimeError("boom")
+        return await act(action, execution_id, reason)
+
+    monkeypatch.setattr(runtime.batches, "_act", broken_on_x2)
+    record = await created(runtime, "terminate", BatchFilter(workflow="wf"))
+    status = await runtime.batches.wait(record.batch_id)
+    assert (status.record.state, status.record.done) == ("completed", 4)
+    assert [(f.execution_id, f.code, f.message) for f in status.failures] == [
+        ("x2", "INTERNAL", "RuntimeError: boom")
+    ]
+    assert (await runtime.describe("x3")).status == "terminated"
