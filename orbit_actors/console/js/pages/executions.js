@@ -8,7 +8,7 @@ import { href, navigate } from "../router.js";
 import { Poller } from "../live.js";
 import { batchForm } from "../batchform.js";
 
-const STATUSES = ["queued", "running", "completed", "failed", "cancelled", "timed_out"];
+const STATUSES = ["queued", "running", "completed", "failed", "cancelled", "timed_out", "terminated"];
 const PAGE_SIZE = 50;
 const newerCursors = []; // the cursors of the pages before this one, to page back
 
