@@ -146,12 +146,16 @@ class Admission:
     """A commit that starts an execution under a concurrency key is admitted only while the
     key has fewer than ``limit`` running executions (counted in the commit's own transaction)
     and, for a new start, none queued ahead of it; ``promoting`` starts a queued one (the queue
-    is its own); ``over_limit`` (``on_full: replace``) is admitted whatever the count."""
+    is its own); ``over_limit`` (``on_full: replace``) is admitted whatever the count.
+    ``at_ms`` is the instant a new start claims (its ``WorkflowStarted``): a slot given back
+    after it was still taken then, so it counts as running (the histories must never show more
+    than ``limit`` running at any instant)."""
 
     key: str
     limit: int
     promoting: bool = False
     over_limit: bool = False
+    at_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from ..store.base import (
     WorkerRecord,
 )
 from ..store.cursor import clamp_limit, decode_cursor, encode_cursor
-from ..store.flow_slots import admits, slot_change
+from ..store.flow_slots import FREED_KEPT_MS, admits, claimed_at, freed_at, slot_change
 from ..store.rate_log import RateBook, Window, charged
 from ..store.rules import WorkerTouches, check_commit
 from .memory_batches import MemoryBatches
@@ -50,6 +50,7 @@ class MemoryStore(MemoryBatches):
         self._schedules: dict[str, ScheduleRecord] = {}
         self._claims: dict[tuple[str, int], tuple[str, str | None]] = {}
         self._slots: dict[str, dict[str, str]] = {}  # key → execution id → running | queued
+        self._freed: dict[str, dict[str, int]] = {}  # key → execution id → when given back
         self._rates: dict[Window, list[int]] = {}  # (task, key) → dispatch instants
         self._order = 0
         self._stats = StoreStatistics()
@@ -127,7 +128,9 @@ class MemoryStore(MemoryBatches):
     def _admits(self, admission: Admission) -> bool:
         slots = self._slots.get(admission.key, {})
         running = sum(state == "running" for state in slots.values())
-        return admits(admission, running, len(slots) - running)
+        after = claimed_at(admission)
+        freed = sum(at > after for at in self._freed.get(admission.key, {}).values())
+        return admits(admission, running, len(slots) - running, freed)
 
     def _charge(self, commit: Commit) -> None:
         """Count the commit's dispatches against their rate limits, or raise RateLimited."""
@@ -144,10 +147,14 @@ class MemoryStore(MemoryBatches):
         if change is None:
             return
         key, execution_id = commit.row.flow_key or "", commit.row.execution_id
-        slots = self._slots.setdefault(key, {})
+        slots, freed = self._slots.setdefault(key, {}), self._freed.setdefault(key, {})
         if change == "free":
             slots.pop(execution_id, None)
+            at = freed[execution_id] = freed_at(commit)
+            for gone in [i for i, t in freed.items() if t < at - FREED_KEPT_MS]:
+                del freed[gone]
         else:
+            freed.pop(execution_id, None)
             slots[execution_id] = change  # a dict keeps arrival order; a promotion keeps its place
 
     async def flow_slots(self, key: str, queued_limit: int | None = None) -> FlowSlots:

@@ -136,6 +136,9 @@ MIGRATIONS: Sequence[Sequence[str]] = (
         "CREATE INDEX rate_log_by_key ON rate_log (task, key, at_ms)",
         "CREATE INDEX rate_log_by_expiry ON rate_log (expires_ms)",
     ),
+    # 9: a slot given back is kept a minute with its instant (store/flow_slots.py): a start
+    # stamped before it was given back counts it as still taken
+    ("ALTER TABLE flow_slots ADD COLUMN freed_at_ms BIGINT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("definitions", "executions", "segments", "runs", "workers", "schedules",
