@@ -163,7 +163,9 @@ def run(n: int, page: int, folder: Path) -> dict[str, float]:
         probe = threading.Thread(target=lambda: during.extend(latencies(url, n, stop)))
         probe.start()
         server_cpu, check_cpu = cpu_seconds(server.pid)
+        load_before = os.getloadavg()[0]
         seconds, checked, incompatible = check_all(url, page)
+        load = (load_before + os.getloadavg()[0]) / 2
         server_after, check_after = cpu_seconds(server.pid)
         server_cpu, check_cpu = server_after - server_cpu, check_after - check_cpu
         stop.set()
@@ -173,9 +175,9 @@ def run(n: int, page: int, folder: Path) -> dict[str, float]:
         print(f"checked {checked:,} in {seconds:.1f} s; CPU: {check_cpu:.1f} s in the check "
               f"process, {server_cpu:.1f} s in the server (the probe's requests included); p50 "
               f"of other requests {idle * 1000:.1f} ms idle, {busy * 1000:.1f} ms during the "
-              "check", flush=True)  # fmt: skip
+              f"check; load average {load:.1f} on {os.cpu_count()} cores", flush=True)  # fmt: skip
         return {"check_s": seconds, "ratio": busy / idle, "cpu_s": check_cpu + server_cpu,
-                "check_cpu_s": check_cpu}  # fmt: skip
+                "check_cpu_s": check_cpu, "load": load}  # fmt: skip
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait()
@@ -196,6 +198,7 @@ def main() -> None:
         "serving_p50_ratio_during_check": round(figures["ratio"], 2),
         "check_process_cpu_s_per_100k": round(figures["check_cpu_s"] * scale, 1),
         "cpu_s_per_100k": round(figures["cpu_s"] * scale, 1),
+        "load_average": round(figures["load"], 1),
     }))  # fmt: skip
 
 

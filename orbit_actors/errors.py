@@ -31,6 +31,8 @@ API ``code``, the HTTP ``status`` it maps to, and a message a person can act on.
     ├── ScheduleExistsError        SCHEDULE_EXISTS         409
     ├── ScheduleNotFoundError      SCHEDULE_NOT_FOUND      404
     ├── OverlapSkippedError        OVERLAP_SKIPPED         409
+    ├── BatchNotFoundError         BATCH_NOT_FOUND         404
+    ├── BatchFinishedError         BATCH_FINISHED          409  (cancel of a completed batch)
     ├── ForbiddenError             FORBIDDEN               403
     ├── UnauthenticatedError       UNAUTHENTICATED         401
     ├── StorageError               STORAGE_ERROR           503
@@ -313,6 +315,24 @@ class OverlapSkippedError(OrbitError):
     """A triggered occurrence was skipped: the previous one still runs and overlap is skip."""
 
     code, status = "OVERLAP_SKIPPED", 409
+
+
+class BatchNotFoundError(OrbitError):
+    """No batch has this id."""
+
+    code, status = "BATCH_NOT_FOUND", 404
+
+    def __init__(self, batch_id: str) -> None:
+        super().__init__(f"no batch has the id `{batch_id}`; `orbit batch list` shows them")
+
+
+class BatchFinishedError(OrbitError):
+    """A batch that completed cannot be cancelled."""
+
+    code, status = "BATCH_FINISHED", 409
+
+    def __init__(self, batch_id: str) -> None:
+        super().__init__(f"batch `{batch_id}` has already completed; there is nothing to cancel")
 
 
 class ForbiddenError(OrbitError):

@@ -48,6 +48,7 @@ from .store.cluster import Cluster, ServerRecord, Takeover
 from .store.definitions import DefinitionRegistry
 from .supervisor import Registry, RestartIntensity, Supervisor
 from .supervisor import forwarding as fw
+from .supervisor.batching import Batches, router_actions
 from .supervisor.forwarding import Forwarder, serve_inbox
 from .supervisor.loading import Loader
 from .supervisor.membership import LocalServer, Membership, keep_membership
@@ -57,6 +58,7 @@ from .supervisor.migration import (
     migrate_here,
     plan_migration,
 )
+from .supervisor.pacing import DEFAULT_BATCH_RATE, Pacer
 from .supervisor.purger import Purger
 from .supervisor.rerunning import Rerunner
 from .supervisor.router import Remote, Router, routes
@@ -86,6 +88,7 @@ class RuntimeConfig:
     forward_margin_s: float = 10.0  # a forwarded command waits the lease time and this long
     schedule_to_start_ms: int | None = None  # for tasks that declare no schedule_to_start
     retention_ms: int | None = None  # finished executions are kept forever unless set
+    batch_rate: float = DEFAULT_BATCH_RATE  # executions batches act on per second, at most
 
 
 GC_THRESHOLDS = (100_000, 50, 100)
@@ -126,6 +129,7 @@ class _Parts:
     sharing: TaskSharing | None
     router: Router
     rerunner: Rerunner
+    batches: Batches
 
 
 @asynccontextmanager
@@ -160,6 +164,7 @@ async def open_runtime(
         nursery.start_soon(_recover_busy, parts, [e.execution_id for e in first if e.busy])
         nursery.start_soon(_load_the_rest, parts)
         runtime = Runtime(parts)
+        await nursery.start(parts.batches.serve)  # before a takeover can hand it batches
         if cluster is not None:
             cluster.watch_schedules(parts.scheduler.reload_soon)
             if parts.sharing is not None:
@@ -182,6 +187,7 @@ def _adopt(nursery: trio.Nursery, parts: _Parts, taken: Takeover) -> None:
     """Executions taken over from a dead server: dormant here, those with work in flight
     brought back in the background (their workers' attempts turn uncertain)."""
     if taken.servers:
+        nursery.start_soon(parts.batches.adopt, list(taken.servers))
         parts.scheduler.reload_soon()  # the claims the dead servers held are released
         # a dead server may have freed a slot and died before starting the next queued one
         nursery.start_soon(parts.starter.flow.promote_all)
@@ -292,12 +298,16 @@ def _wire(
         starter.flow.cancel_queued,
         migrate=migrate_here(definitions, registry),
     )  # fmt: skip
+    batches = Batches(
+        store, router_actions(router, rerunner.rerun), Pacer(config.batch_rate), instance_id,
+        clock.now_ms, shared=cluster is not None,
+    )  # fmt: skip
     membership = Membership(
         cluster, forwarder, LocalServer(instance_id, address, clock.now_ms(), lambda: len(registry))
     )
     parts = _Parts(
         store, config, clock, instance_id, definitions, registry, supervisor, starter, waiters,
-        pool, sessions, scheduler, metrics, load, membership, sharing, router, rerunner,
+        pool, sessions, scheduler, metrics, load, membership, sharing, router, rerunner, batches,
     )  # fmt: skip
     return parts
 
@@ -390,6 +400,7 @@ class Runtime:
         self._forwarder = parts.membership.forwarder
         self._router = parts.router
         self._rerunner = parts.rerunner
+        self.batches = parts.batches
         self.upgrades = Upgrades(parts.store, parts.definitions)
 
     # -- definitions -----------------------------------------------------------------------

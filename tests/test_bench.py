@@ -95,3 +95,15 @@ def test_bench_upgrade_prints_its_json_line() -> None:
     assert result.returncode == 0, result.stderr
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert {"check_100k_s", "serving_p50_ratio_during_check", "n"} <= set(line)
+
+
+def test_bench_batches_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "batches.py"), "--n", "50"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert line["executions"] == 50 and line["cpu_ms_per_execution"] > 0

@@ -40,7 +40,16 @@ from ..history.events import Event, StepDispatched, StepScheduled
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
-from ..store.base import Admission, AlreadyStored, Commit, ConcurrencyFull, ExecutionRow, Store
+from ..store.base import (
+    Admission,
+    AlreadyStored,
+    Commit,
+    ConcurrencyFull,
+    ExecutionRow,
+    RateCharge,
+    RateLimited,
+    Store,
+)
 from ..views import ExecutionDetail, describe, row_of
 from ..wire.messages import Task
 from . import commands as cmd
@@ -290,11 +299,16 @@ class ExecutionActor:
             worker_id=c.worker_id, session=c.session_id, now=now,
         )  # fmt: skip
         pool = self.ports.pool
-        if events is None or (self.definition.flow.rate_limits and not self._rated(c.key, now)):
+        charges = None if events is None else self._charges(c.key, now)
+        if events is None or charges is None:
             pool.release(c.token)
             return
         try:
-            await self._advance(events)
+            await self._advance(events, charges=charges)
+        except RateLimited:
+            pool.release(c.token)
+            self._hold(c.key)
+            return
         except StorageError:
             pool.release(c.token)
             raise
@@ -303,24 +317,43 @@ class ExecutionActor:
         if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
             pool.push(self._task(found, dispatched.token, dispatched.deadline_ms), self._now())
 
-    def _rated(self, key: str, now: int) -> bool:
-        """Count a dispatch of unit ``key`` against its rate limit (False: over it, and the
-        pool keeps the unit until the limit allows one)."""
+    def _charges(self, key: str, now: int) -> tuple[RateCharge, ...] | None:
+        """What a dispatch of unit ``key`` at ``now`` charges against its task's rate limit
+        (the store counts it in the dispatch's commit); None when this server already knows it
+        is over the limit (the pool keeps the unit until the window opens)."""
+        if not self.definition.flow.rate_limits:
+            return ()
         found = invocation(self.state, self.definition, key)
-        if not isinstance(found, TaskInvocation):
-            return True
-        return self.ports.pool.take_rate(self.execution_id, found, now)
+        if not isinstance(found, TaskInvocation) or found.rate is None:
+            return ()
+        if not self.ports.pool.take_rate(self.execution_id, found, now):
+            return None
+        return (RateCharge(found.rate, now),)
+
+    def _hold(self, key: str) -> None:
+        """The store refused unit ``key``'s dispatch over its rate limit: the pool keeps it
+        until the window the store named opens."""
+        found = invocation(self.state, self.definition, key)
+        if isinstance(found, TaskInvocation) and found.rate is not None:
+            self.ports.pool.hold(self.execution_id, found, self._now())
 
     async def _on_remote_offer(self, c: cmd.RemoteOffer) -> Task | None:
         """A unit claimed by another server for its worker: dispatched to that worker's session
-        here, the task returned for that server to push."""
+        here, the task returned for that server to push (None: stale, or over its rate limit;
+        then this server keeps it until the window opens)."""
+        now = self._now()
         events = pure.dispatch(
             self.state, self.definition, c.key, attempt=c.attempt, token=c.token,
-            worker_id=c.worker_id, session=c.session_id, now=self._now(),
+            worker_id=c.worker_id, session=c.session_id, now=now,
         )  # fmt: skip
-        if events is None:
+        charges = None if events is None else self._charges(c.key, now)
+        if events is None or charges is None:
             return None
-        await self._advance(events)
+        try:
+            await self._advance(events, charges=charges)
+        except RateLimited:
+            self._hold(c.key)
+            return None
         found = invocation(self.state, self.definition, c.key)
         dispatched = events[0]
         if isinstance(found, TaskInvocation) and isinstance(dispatched, StepDispatched):
@@ -370,13 +403,18 @@ class ExecutionActor:
 
     # -- the cycle: decide, commit, publish ------------------------------------------------
     async def _advance(
-        self, command_events: list[Event], reported: str | None = None
+        self,
+        command_events: list[Event],
+        reported: str | None = None,
+        charges: tuple[RateCharge, ...] = (),
     ) -> list[Event]:
         """Apply command events, decide to the fixpoint, commit, then publish the effects
-        (``reported`` is a token whose worker just answered: it needs no cancel)."""
+        (``reported`` is a token whose worker just answered: it needs no cancel). With
+        ``charges`` (the command is a dispatch) a commit the store refuses over a rate limit
+        leaves the state as durable and raises :class:`RateLimited`."""
         for event in command_events:
             apply(self.state, event)
-        return await self._settle(command_events, reported)
+        return await self._settle(command_events, reported, charges=charges)
 
     async def _settle(
         self,
@@ -385,22 +423,38 @@ class ExecutionActor:
         *,
         create: bool = False,
         admit: Admission | None = None,
+        charges: tuple[RateCharge, ...] = (),
+        claim_rated: bool = True,
     ) -> list[Event]:
-        """Decide to the fixpoint after ``applied`` (already in the state), commit, publish."""
+        """Decide to the fixpoint after ``applied`` (already in the state), commit, publish.
+        A unit dispatched in the same commit charges its rate limit there too; when the store
+        refuses that, the batch is decided again without dispatching rate-limited units (they
+        wait in the pool), so the rest of it is not held up."""
         state = self.state
         now = self._now()
         decided = decide_to_fixpoint(state, self.definition, now)
         batch = [*applied, *decided]
         if not batch:
             return batch
-        claimed = self._claim_free_workers(batch, now)
+        claimed, charged = self._claim_free_workers(batch, now, claim_rated)
+        rates = charges + charged
         pool = self.ports.pool
+        commit = Commit(self._row(state), batch, create=create, admit=admit, rates=rates)
         try:
-            await self._commit(Commit(self._row(state), batch, create=create, admit=admit))
-        except (StorageError, AlreadyStored, ConcurrencyFull):
+            await self._commit(commit)
+        except (StorageError, AlreadyStored, ConcurrencyFull, RateLimited) as exc:
             for task in claimed:
                 pool.release(task.token)
-            raise
+            limited = exc if isinstance(exc, RateLimited) else None
+            pool.rates_not_taken(rates, limited)
+            if limited is None:
+                raise
+            await self._restore([] if charges else applied, create)
+            if charges:
+                raise
+            return await self._settle(
+                applied, reported, create=create, admit=admit, claim_rated=False
+            )
         now = self._now()
         for task in claimed:
             pool.push(task, now)
@@ -411,10 +465,14 @@ class ExecutionActor:
             await self._roll_over()
         return batch
 
-    def _claim_free_workers(self, batch: list[Event], now: int) -> list[Task]:
+    def _claim_free_workers(
+        self, batch: list[Event], now: int, claim_rated: bool
+    ) -> tuple[list[Task], tuple[RateCharge, ...]]:
         """Task units scheduled by this batch that a session can take right now are dispatched
-        in the same commit (one fsync instead of two); the others wait in the pool's queues."""
+        in the same commit (one fsync instead of two), with what they charge against their
+        rate limits (none when not ``claim_rated``); the others wait in the pool's queues."""
         claimed: list[Task] = []
+        charged: list[RateCharge] = []
         pool = self.ports.pool
         for event in batch[:]:  # dispatches are appended as they are made
             if not isinstance(event, StepScheduled):
@@ -423,6 +481,7 @@ class ExecutionActor:
             if (
                 not isinstance(found, TaskInvocation)
                 or self.state.units[event.step].status != "scheduled"
+                or (found.rate is not None and not claim_rated)
             ):
                 continue
             token = new_token(self.execution_id)
@@ -440,7 +499,9 @@ class ExecutionActor:
             apply(self.state, events[0])
             batch.append(events[0])
             claimed.append(self._task(found, token, events[0].deadline_ms))
-        return claimed
+            if found.rate is not None:
+                charged.append(RateCharge(found.rate, now))
+        return claimed, tuple(charged)
 
     async def _commit(self, commit: Commit) -> None:
         began = trio.current_time()
@@ -457,6 +518,12 @@ class ExecutionActor:
     async def _reload(self) -> None:
         """Memory goes back to what is durable (the commit rule)."""
         self.state = replay(await self.ports.store.history(self.execution_id))
+
+    async def _restore(self, applied: list[Event], create: bool) -> None:
+        """Memory goes back to what is durable (nothing, for a new execution) and ``applied``
+        after it: a commit was refused whole, and nothing of it was written."""
+        durable = [] if create else await self.ports.store.history(self.execution_id)
+        self.state = replay([*durable, *applied])
 
     async def _roll_over(self) -> None:
         first = pure.next_run_events(self.state, self._now())

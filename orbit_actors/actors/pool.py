@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..decide.invocation import RateTake, TaskInvocation
+from ..store.base import RateCharge, RateLimited
 from ..wire import messages as wire
 from .clock import system_ms
 from .flow_queue import DEFAULT_PRIORITY, RANK_SHIFT, FlowQueue, rank
@@ -52,7 +53,7 @@ class Offer:
 class Sharing(Protocol):
     """How the pool takes part in a task queue shared by several servers (none by default)."""
 
-    def spilled(self, execution_id: str, unit: TaskInvocation) -> None:
+    def spilled(self, execution_id: str, key: str, attempt: int, queue: QueueKey) -> None:
         """A unit of this server's waits with no session free here: others may claim it."""
         ...
 
@@ -148,8 +149,19 @@ class WorkerPort(Protocol):
         ...
 
     def take_rate(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> bool:
-        """Count an offered unit's dispatch against its rate limit; False: over it (the pool
-        keeps the unit and offers it again once the limit allows)."""
+        """Count an offered unit's dispatch against what this server knows of its rate limit;
+        False: over it (the pool keeps the unit and offers it again once the limit allows)."""
+        ...
+
+    def rates_not_taken(
+        self, charges: Sequence[RateCharge], limited: RateLimited | None = None
+    ) -> None:
+        """A commit carrying ``charges`` was not written: they did not happen. ``limited``: the
+        store refused it over a rate limit, whose window opens at ``limited.opens_at_ms``."""
+        ...
+
+    def hold(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> None:
+        """Keep a unit whose dispatch the store refused until its window opens."""
         ...
 
     def push(self, task: wire.Task, now_ms: int) -> None:
@@ -209,14 +221,19 @@ class WorkerPool:
                 if ready.rate is None or self._within_rate(ready, key):
                     self._hand(ready, session_id)
                 return
-        if flow is None:
+        self._queue_here(ready, key)
+
+    def _queue_here(self, ready: _Ready, key: QueueKey) -> None:
+        """Queue one of this server's units (no session here has room), and publish it for
+        the other servers sharing the task queue, if any."""
+        if ready.flow_key is None and ready.order >> RANK_SHIFT == DEFAULT_PRIORITY:
             self._queues.setdefault(key, deque()).append(ready)
         else:
             self._flow_queue(key).append(ready)
-        self._queued[(execution_id, unit.key, unit.attempt)] = ready
+        self._queued[(ready.execution_id, ready.key, ready.attempt)] = ready
         if self.sharing is not None:
             ready.spilled = True
-            self.sharing.spilled(execution_id, unit)
+            self.sharing.spilled(ready.execution_id, ready.key, ready.attempt, key)
 
     def _flow_queue(self, key: QueueKey) -> FlowQueue[_Ready]:
         """The queue ``key`` ordered by flow control (a plain one becomes one)."""
@@ -480,24 +497,42 @@ class WorkerPool:
 
     def take_rate(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> bool:
         """Count an offered unit's dispatch at ``now_ms`` (the instant its ``StepDispatched``
-        records); False when over its rate limit: it is parked, to be offered again later."""
+        records) in this server's hint; False when over it: the unit is parked, to be offered
+        again later. The store counts it again, exactly, in the dispatch's commit."""
         rate = unit.rate
         if rate is None or self.rates.take(rate, now_ms):
             return True
+        self.hold(execution_id, unit, now_ms)
+        return False
+
+    def rates_not_taken(
+        self, charges: Sequence[RateCharge], limited: RateLimited | None = None
+    ) -> None:
+        """A commit carrying ``charges`` was not written: the hint gives them back, and learns
+        when the window the store named opens if it refused the commit over a rate limit."""
+        for charge in charges:
+            self.rates.give_back(charge.take, charge.at_ms)
+        if limited is not None:
+            self.rates.close(limited.task, limited.key, limited.opens_at_ms)
+
+    def hold(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> None:
+        """Park ``unit`` until its rate window opens, then offer it again."""
+        rate = unit.rate
+        assert rate is not None
         key = queue_key(unit.task_name, unit.contract_version, unit.language)
         ready = _Ready(next(self._order), execution_id, unit.key, unit.attempt, rate=rate)
         if unit.flow is not None:
             ready.order += (unit.flow.priority - DEFAULT_PRIORITY) << RANK_SHIFT
             ready.flow_key = unit.flow.key
         self._park(ready, key, rate, now_ms)
-        return False
 
     def release_due(self, now_ms: int) -> None:
-        """Queue again the units whose rate window has opened, and hand them out."""
+        """Offer again the units whose rate window has opened: to a session here with room,
+        else queued here (and published to the shared queue, for another server's worker)."""
         touched: set[QueueKey] = set()
         for ready, key in self.rates.due(now_ms):
             self._rate_limited.pop((ready.execution_id, ready.key), None)
-            self._flow_queue(key).append(ready)
+            self._queue_here(ready, key)
             touched.add(key)
         for key in touched:
             for session_id in list(self._servers.get(key, ())):

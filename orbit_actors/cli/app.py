@@ -11,7 +11,18 @@ from collections.abc import Sequence
 
 import click
 
-from . import cluster, definitions, executions, exits, operate, output, run, schedules, upgrade
+from . import (
+    batches,
+    cluster,
+    definitions,
+    executions,
+    exits,
+    operate,
+    output,
+    run,
+    schedules,
+    upgrade,
+)
 from .completion import completion
 from .options import CONTEXT
 
@@ -21,7 +32,7 @@ COMMANDS: list[click.Command] = [
     # executions
     executions.start, executions.show, executions.list_executions, executions.signal,
     executions.query, executions.cancel, executions.resume, executions.delete, upgrade.replay,
-    operate.terminate, operate.pause, operate.unpause, operate.rerun,
+    operate.terminate, operate.pause, operate.unpause, operate.rerun, batches.batch,
     # schedules, workers and servers
     schedules.schedule, cluster.workers, cluster.servers,
     # running things

@@ -58,6 +58,7 @@ def server_options(args: argparse.Namespace) -> Any:
         passivation=Passivation(idle_s=passivate_after / 1000) if passivate_after else None,
         schedule_to_start_ms=args.schedule_to_start or None,
         retention_ms=args.retention or None,
+        batch_rate=args.batch_rate,
     )
     if (args.certfile is None) != (args.keyfile is None):
         raise InvalidRequestError("TLS needs both --certfile and --keyfile")

@@ -74,6 +74,10 @@ _FLAGS: list[Callable[[Any], Any]] = [
                  help="Finished executions are purged this long after they closed, unless "
                       "their workflow says its own retention (0: keep forever). "
                       "Example: --retention 7d"),
+    click.option("--batch-rate", type=click.FloatRange(min=0, min_open=True), default=100,
+                 show_default=True, metavar="N",
+                 help="Executions batches act on per second at most, all batches together, so "
+                      "live traffic is not starved. Example: --batch-rate 500"),
     click.option("--synchronous", type=click.Choice(["full", "normal"]), default="full",
                  show_default=True,
                  help="SQLite durability: full survives power loss, normal only a crash."),

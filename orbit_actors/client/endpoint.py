@@ -12,7 +12,7 @@ import abc
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from ..api import calls
+from ..api import batch_calls, calls
 from ..api.calls import Call
 
 P = ParamSpec("P")
@@ -86,6 +86,11 @@ class Endpoints:
     rerun_plan = Endpoint(calls.rerun_plan)
     signal = Endpoint(calls.signal)
     query = Endpoint(calls.query)
+    create_batch = Endpoint(batch_calls.create_batch)
+    batch_preview = Endpoint(batch_calls.batch_preview)
+    batch = Endpoint(batch_calls.batch)
+    batches = Endpoint(batch_calls.batches)
+    cancel_batch = Endpoint(batch_calls.cancel_batch)
     create_schedule = Endpoint(calls.create_schedule)
     schedules = Endpoint(calls.schedules)
     schedule = Endpoint(calls.schedule)

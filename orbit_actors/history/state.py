@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from .events import EffectiveLimits, ErrorInfo, ParentRef, RerunOf, StartFlow
@@ -41,6 +42,7 @@ class UnitKey:
     target: str | None
 
     @staticmethod
+    @lru_cache(maxsize=4096)  # the same few keys recur in every execution of a definition
     def parse(key: str) -> UnitKey:
         """Parse ``key``; the target of ``compensate:X`` is the unit ``X``."""
         role: Role = "main"

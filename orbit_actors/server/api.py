@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..actors.schedule import ScheduleSpec
+from ..api import batch_models as bm
 from ..api import models as m
 from ..api import upgrade_models as u
 from ..decide.transitions import Verdict
@@ -26,6 +27,7 @@ from ..history.events import ErrorInfo, event_to_dict
 from ..runtime import Runtime
 from ..store.base import EXECUTION_STATUSES, DefinitionRecord
 from ..views import row_summary
+from . import batch_api as batch
 from . import upgrade_api as upgrade
 
 Answer = tuple[int, Any]
@@ -381,6 +383,16 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              {202: m.SignalAccepted}, body=m.SendSignal, errors=(404, 409, 413, 422)),
     Endpoint("GET", f"{_EXECUTION}/queries/{{name}}", run_query, "Evaluate a query",
              {200: m.QueryAnswer}, errors=(404, 422)),
+    Endpoint("POST", "/v1/batches", batch.create_batch,
+             "Act on every execution a filter matches (dry_run: count them)",
+             {202: bm.BatchCreated, 200: bm.BatchPreview}, body=bm.CreateBatch, errors=(400, 413),
+             tags=("batches",)),
+    Endpoint("GET", "/v1/batches", batch.list_batches, "Batches, newest first",
+             {200: bm.BatchList}, query=bm.BatchListQuery, errors=(400,), tags=("batches",)),
+    Endpoint("GET", "/v1/batches/{batch_id}", batch.get_batch, "One batch and its progress",
+             {200: bm.Batch}, errors=(404,), tags=("batches",)),
+    Endpoint("POST", "/v1/batches/{batch_id}/cancel", batch.cancel_batch, "Cancel a batch",
+             {200: bm.Batch}, errors=(404, 409), tags=("batches",)),
     Endpoint("POST", "/v1/schedules", create_schedule, "Create a schedule",
              {201: m.ScheduleCreated, 200: m.ScheduleCreated}, body=m.CreateSchedule,
              errors=(400, 404, 409, 413), tags=("schedules",)),

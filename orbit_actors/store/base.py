@@ -9,10 +9,14 @@ leaves nothing of itself visible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
+from ..decide.invocation import RateTake
 from ..errors import StorageError
 from ..history.events import Event
+
+if TYPE_CHECKING:  # batches.py builds on this module
+    from .batches import BatchFailure, BatchFilter, BatchItem, BatchProgress, BatchRecord
 
 PutOutcome = Literal["created", "unchanged", "conflict"]
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "timed_out", "terminated"})
@@ -142,12 +146,25 @@ class Admission:
     """A commit that starts an execution under a concurrency key is admitted only while the
     key has fewer than ``limit`` running executions (counted in the commit's own transaction)
     and, for a new start, none queued ahead of it; ``promoting`` starts a queued one (the queue
-    is its own); ``over_limit`` (``on_full: replace``) is admitted whatever the count."""
+    is its own); ``over_limit`` (``on_full: replace``) is admitted whatever the count.
+    ``at_ms`` is the instant a new start claims (its ``WorkflowStarted``): a slot given back
+    after it was still taken then, so it counts as running (the histories must never show more
+    than ``limit`` running at any instant)."""
 
     key: str
     limit: int
     promoting: bool = False
     over_limit: bool = False
+    at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RateCharge:
+    """A dispatch a commit records (its ``StepDispatched`` at ``at_ms``) counted against its
+    task's rate limit (``store/rate_log.py``)."""
+
+    take: RateTake
+    at_ms: int
 
 
 @dataclass(slots=True)
@@ -156,13 +173,16 @@ class Commit:
     ``row.run - 1`` is archived and ``events`` are the first events of run ``row.run``. With
     ``create``, the commit starts a new execution and is refused with :class:`AlreadyStored`
     (nothing written, nobody else's commit disturbed) when the id is taken. With ``admit``, it
-    is refused with :class:`ConcurrencyFull` (nothing written) when its key is full."""
+    is refused with :class:`ConcurrencyFull` (nothing written) when its key is full. With
+    ``rates``, it is refused with :class:`RateLimited` (nothing written) when one of its
+    dispatches would pass its rate limit, counted in the commit's own transaction."""
 
     row: ExecutionRow
     events: list[Event]
     rollover: bool = False
     create: bool = False
     admit: Admission | None = None
+    rates: tuple[RateCharge, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,6 +199,15 @@ class ConcurrencyFull(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(f"concurrency key `{key}` is full")
         self.key = key
+
+
+class RateLimited(Exception):
+    """A commit's dispatch would pass its task's rate limit: nothing of the commit was written;
+    a dispatch of ``task`` for ``key`` is allowed again from ``opens_at_ms`` on."""
+
+    def __init__(self, task: str, key: str, opens_at_ms: int) -> None:
+        super().__init__(f"task `{task}` is over its rate limit for key `{key}`")
+        self.task, self.key, self.opens_at_ms = task, key, opens_at_ms
 
 
 class StoreOpenError(StorageError):
@@ -351,6 +380,53 @@ class Store(Protocol):
 
     async def release_claims(self, except_owner: str) -> int:
         """Release claims of other (dead) processes that never fired; returns how many."""
+        ...
+
+    # -- batches (store/batches.py) --------------------------------------------------------
+    async def create_batch(self, record: BatchRecord) -> int:
+        """Store a batch (``running``, or ``completed`` when nothing matched) with the snapshot
+        of the executions its filter matches, oldest first, in one transaction; the count."""
+        ...
+
+    async def batch_matches(self, flt: BatchFilter) -> tuple[int, list[str]]:
+        """How many executions ``flt`` matches now, and the first 20 ids (writes nothing)."""
+        ...
+
+    async def batch(self, batch_id: str) -> BatchRecord | None:
+        """One batch."""
+        ...
+
+    async def batches(
+        self, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[BatchRecord], str | None]:
+        """Batches newest first, a page at a time, and the cursor of the next page."""
+        ...
+
+    async def batch_items(self, batch_id: str, start: int, limit: int) -> list[BatchItem]:
+        """Up to ``limit`` items of a batch's snapshot from position ``start`` on."""
+        ...
+
+    async def batch_failures(self, batch_id: str, limit: int) -> list[BatchFailure]:
+        """The first ``limit`` executions a batch could not act on, in the batch's order."""
+        ...
+
+    async def mark_batch_doubt(self, batch_id: str, until: int) -> bool:
+        """Items before ``until`` may be acted on from now on; False (nothing written) when
+        the batch no longer runs."""
+        ...
+
+    async def advance_batch(self, batch_id: str, progress: BatchProgress, now_ms: int) -> str:
+        """Commit the outcome of one page (once: a page already committed changes nothing),
+        completing the batch after its last; its state after."""
+        ...
+
+    async def cancel_batch(self, batch_id: str, now_ms: int) -> str | None:
+        """Cancel a running batch; its state after (None: there is no such batch)."""
+        ...
+
+    async def claim_batches(self, owner: str, from_owners: list[str] | None) -> list[str]:
+        """Make ``owner`` the owner of the running batches of ``from_owners`` (None: of every
+        running batch); their ids, oldest first."""
         ...
 
     def statistics(self) -> StoreStatistics:

@@ -114,6 +114,11 @@ class Cluster(Protocol):
         """Every member, oldest first."""
         ...
 
+    async def is_member(self, server_id: str) -> bool:
+        """True while the server ``server_id`` is a member: once taken over it never is again
+        (a restarted server joins under a new id)."""
+        ...
+
     async def owner(self, execution_id: str) -> Owner | None:
         """Who owns ``execution_id`` (None when it is not stored)."""
         ...
@@ -133,7 +138,8 @@ class Cluster(Protocol):
         ...
 
     def watch_lost(self, lost: Callable[[str], None]) -> None:
-        """Call ``lost`` with a server's id when a server took that server over."""
+        """Call ``lost`` with a server's id when a server took that server over, and with
+        ``""`` when such notices may have been missed (``lost`` then asks :meth:`is_member`)."""
         ...
 
     def watch_cancels(self, cancel: Callable[[dict[str, str]], None]) -> None:

@@ -26,6 +26,11 @@ class DefinitionRegistry:
         self._records: dict[tuple[str, str], DefinitionRecord] = {}
         self._task_versions: dict[str, set[str]] = {}
 
+    @property
+    def schedule_to_start_ms(self) -> int | None:
+        """The server's default schedule-to-start, which every compiled definition carries."""
+        return self._schedule_to_start_ms
+
     async def load(self) -> None:
         """Read and compile every stored definition."""
         for record in await self._store.definitions():

@@ -19,7 +19,7 @@ import trio
 from ..crashpoints import crash_point
 from ..errors import OwnershipLostError, StorageError
 from ..history.events import events_to_json
-from .base import AlreadyStored, Commit, ConcurrencyFull, StoreStatistics
+from .base import AlreadyStored, Commit, ConcurrencyFull, RateLimited, StoreStatistics
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -44,6 +44,7 @@ class CommitWork:
     refused: bool = False
     fenced: bool = False
     full: bool = False  # its ``admit`` found the concurrency key full
+    limited: RateLimited | None = None  # one of its ``rates`` was over its limit
 
 
 class Batcher(Protocol[C_contra]):
@@ -166,7 +167,8 @@ class GroupWriter(Generic[C]):
 
     async def commit(self, commit: Commit) -> None:
         """Hand ``commit`` to the batcher; returns once durable. Raises AlreadyStored for a
-        ``create`` commit whose id is taken, OwnershipLostError for a commit fenced off."""
+        ``create`` commit whose id is taken, OwnershipLostError for a commit fenced off,
+        ConcurrencyFull or RateLimited for a commit over its limits."""
         work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
         await self.submit(work, weight=len(commit.events))
         if work.refused:
@@ -176,6 +178,8 @@ class GroupWriter(Generic[C]):
         if work.full:
             assert commit.admit is not None
             raise ConcurrencyFull(commit.admit.key)
+        if work.limited is not None:
+            raise work.limited
 
     def _run(self) -> None:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from . import batches as b
 from . import dialect
 from .base import (
     Commit,
@@ -24,7 +25,7 @@ from .base import (
     StoreStatistics,
     WorkerRecord,
 )
-from .cursor import clamp_limit, decode_cursor, page_of, page_query
+from .cursor import clamp_limit, decode_cursor, encode_cursor, page_of, page_query
 from .group import GroupWriter
 from .readers import ReaderPool
 from .rules import WorkerTouches
@@ -155,6 +156,81 @@ class SqlStore(Generic[C]):
             "SELECT DISTINCT key FROM flow_slots WHERE state = 'queued' ORDER BY key"
         )
         return [key for (key,) in rows]
+
+    # -- batches (store/batches.py) ---------------------------------------------------------
+    async def create_batch(self, record: b.BatchRecord) -> int:
+        """Store a batch with the snapshot of what its filter matches; how many it matched."""
+        sql = self._sql
+        return await self._writer.write(lambda conn: b.create_batch(sql, conn, record))
+
+    async def batch_matches(self, flt: b.BatchFilter) -> tuple[int, list[str]]:
+        """How many executions ``flt`` matches now, and the first few ids (writes nothing)."""
+        count, count_args = b.count_query(flt)
+        sample, sample_args = b.sample_query(flt)
+        ((matched,),) = await self._rows(count, *count_args)
+        return int(matched), [i for (i,) in await self._rows(sample, *sample_args)]
+
+    async def batch(self, batch_id: str) -> b.BatchRecord | None:
+        """One batch."""
+        rows = await self._rows(
+            f"SELECT {b.BATCH_COLUMNS} FROM batches WHERE batch_id = ?", batch_id
+        )
+        return b.record_of(rows[0]) if rows else None
+
+    async def batches(
+        self, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[b.BatchRecord], str | None]:
+        """Batches newest first, a page at a time (the cursor of the next page, or None)."""
+        limit, before = clamp_limit(limit), decode_cursor(cursor)
+        where, args = ("WHERE ord < ?", [before]) if before is not None else ("", [])
+        rows = await self._rows(
+            f"SELECT ord, {b.BATCH_COLUMNS} FROM batches {where} ORDER BY ord DESC "
+            f"LIMIT {limit + 1}",
+            *args,
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return [b.record_of(row[1:]) for row in rows], encode_cursor(rows[-1][0]) if more else None
+
+    async def batch_items(self, batch_id: str, start: int, limit: int) -> list[b.BatchItem]:
+        """Up to ``limit`` items of a batch's snapshot from position ``start`` on."""
+        rows = await self._rows(
+            "SELECT position, execution_id, run FROM batch_items WHERE batch_id = ? "
+            f"AND position >= ? ORDER BY position LIMIT {int(limit)}",
+            batch_id, start,
+        )  # fmt: skip
+        return [b.BatchItem(*row) for row in rows]
+
+    async def batch_failures(self, batch_id: str, limit: int) -> list[b.BatchFailure]:
+        """The first ``limit`` executions a batch could not act on, in its order."""
+        rows = await self._rows(
+            "SELECT execution_id, code, message FROM batch_items WHERE batch_id = ? "
+            f"AND code IS NOT NULL ORDER BY position LIMIT {int(limit)}",
+            batch_id,
+        )
+        return [b.BatchFailure(*row) for row in rows]
+
+    async def mark_batch_doubt(self, batch_id: str, until: int) -> bool:
+        """Items before ``until`` may be acted on from now; False when the batch stopped."""
+        sql = self._sql
+        return await self._writer.write(lambda conn: b.mark_doubt(sql, conn, batch_id, until))
+
+    async def advance_batch(self, batch_id: str, progress: b.BatchProgress, now_ms: int) -> str:
+        """Commit the outcome of a page of a batch; its state after."""
+        sql = self._sql
+        return await self._writer.write(
+            lambda conn: b.advance(sql, conn, batch_id, progress, now_ms)
+        )
+
+    async def cancel_batch(self, batch_id: str, now_ms: int) -> str | None:
+        """Cancel a running batch; its state after (None: no such batch)."""
+        sql = self._sql
+        return await self._writer.write(lambda conn: b.cancel_batch(sql, conn, batch_id, now_ms))
+
+    async def claim_batches(self, owner: str, from_owners: list[str] | None) -> list[str]:
+        """Take over the running batches of ``from_owners`` (None: every running batch)."""
+        sql = self._sql
+        return await self._writer.write(lambda conn: b.claim_batches(sql, conn, owner, from_owners))
 
     # -- workers --------------------------------------------------------------------------
     async def upsert_worker(self, record: WorkerRecord) -> None:

@@ -63,7 +63,8 @@ class FlowStarts:
         plan = definition.flow.concurrency
         assert plan is not None
         try:
-            await self._create(definition, events, Admission(key, plan.limit))
+            admit = Admission(key, plan.limit, at_ms=events[-1].timestamp_ms)
+            await self._create(definition, events, admit)
             return
         except ConcurrencyFull:
             pass

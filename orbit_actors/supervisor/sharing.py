@@ -12,6 +12,13 @@ back to this server and is forwarded to the owner; a session lost here makes its
 uncertain at their owners. When a server is taken over, every owner marks the attempts it had
 dispatched to that server's sessions uncertain, so they are redelivered.
 
+That notice (``lost``) comes once, and an offer can cross it: a server that claimed a unit may
+die before the owner carries its offer out (its offers left in a dead owner's inbox are
+readdressed with the rest to the server taking over). So an owner that dispatched a unit to a
+session of another server asks, once the token is noted, whether that server is still a member:
+if not, the attempt is uncertain at once; if so, its takeover comes later and its notice finds
+the token noted.
+
 A unit the owner hands to a session of its own after publishing it is withdrawn; one another
 server claimed meanwhile is refused by the owner as a stale offer. Nothing here is needed for
 correctness of an execution — its history is written by its owner only — only for where its
@@ -28,8 +35,7 @@ import trio
 from ..actors import commands as cmd
 from ..actors.clock import Clock
 from ..actors.execution import new_token
-from ..actors.pool import Offer, QueueKey, WorkerPool, queue_key
-from ..decide.invocation import TaskInvocation
+from ..actors.pool import Offer, QueueKey, WorkerPool
 from ..errors import OrbitError, OwnerUnavailableError
 from ..mailbox import Reply
 from ..store.cluster import Cluster, ReadyTask
@@ -67,13 +73,10 @@ class TaskSharing(Remote):
         self._remote: dict[str, dict[str, str]] = {}  # server → {token: execution} sent there
 
     # -- the pool's port (Sharing) ---------------------------------------------------------
-    def spilled(self, execution_id: str, unit: TaskInvocation) -> None:
+    def spilled(self, execution_id: str, key: str, attempt: int, queue: QueueKey) -> None:
         """Publish a unit of ours that waits for a session (at the next flush)."""
-        _, _, language = queue_key(unit.task_name, unit.contract_version, unit.language)
-        ready = ReadyTask(
-            execution_id, unit.key, unit.attempt, unit.task_name, unit.contract_version,
-            language or "",
-        )  # fmt: skip
+        task_name, contract_version, language = queue
+        ready = ReadyTask(execution_id, key, attempt, task_name, contract_version, language or "")
         self._publish[ready[:3]] = ready
         self._flush.set()
 
@@ -97,9 +100,30 @@ class TaskSharing(Remote):
         self._claim.set()
 
     def lost(self, server_id: str) -> None:
-        """A server was taken over: what we had dispatched to its sessions is uncertain."""
+        """A server was taken over: what we had dispatched to its sessions is uncertain. An
+        empty id says notices may have been missed (the LISTEN connection was down): every
+        server we dispatched to is asked after."""
+        if not server_id:
+            if self._nursery is not None:
+                self._nursery.start_soon(self._check_all)
+            return
         for token in self._remote.pop(server_id, {}):
             self._registry.mark_uncertain(token, LOST_SERVER)
+
+    async def _check_all(self) -> None:
+        for server_id in [server for server, tokens in self._remote.items() if tokens]:
+            await self._check_member(server_id)
+
+    async def _check_member(self, server_id: str) -> None:
+        """If ``server_id`` was taken over already (its notice crossed a dispatch to it, or
+        came while this server was not listening), what we dispatched to it is uncertain."""
+        try:
+            member = await self._cluster.is_member(server_id)
+        except OrbitError as exc:  # the database is away: the reconnected listener asks again
+            log.warning("could not ask whether server %s is still a member: %s", server_id, exc)
+            return
+        if not member:
+            self.lost(server_id)
 
     # -- tasks of the runtime's nursery ----------------------------------------------------
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -212,6 +236,9 @@ class TaskSharing(Remote):
         server = server_of_session(c.session_id)
         if server is not None:
             self._remote.setdefault(server, {})[c.token] = execution_id
+            # noted first, so a later notice finds it; asked aside, so the task is not delayed
+            if self._nursery is not None:
+                self._nursery.start_soon(self._check_member, server)
         return task
 
     def answered(self, token: str) -> None:

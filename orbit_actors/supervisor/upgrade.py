@@ -1,7 +1,7 @@
 """The upgrade check and step-by-step replay as the server carries them out: read histories from
 the store a page at a time (passivated executions stay out of memory; on a shared PostgreSQL
 every server's executions are in the one database), and run the pure replay
-(:mod:`orbit_actors.decide.compat`, :mod:`orbit_actors.decide.stepping`) in a worker thread a
+(:mod:`orbit_actors.decide.compat`, :mod:`orbit_actors.decide.stepping`) in check processes a
 chunk at a time, so serving goes on meanwhile. Nothing here writes.
 """
 
@@ -66,6 +66,8 @@ class Upgrades:
         else:
             work = partial(compile_ir, source, resolve_child=resolve)
         compiled = await trio.to_thread.run_sync(work)
+        # decides as the server does: its units' start_by_ms were recorded with this default
+        compiled.default_schedule_to_start_ms = self._definitions.schedule_to_start_ms
         if compiled.name != name:
             raise CandidateNameMismatchError(
                 f"the candidate is a version of workflow `{compiled.name}`, not of `{name}`; "
@@ -104,6 +106,7 @@ class Upgrades:
         bases = {
             r.definition_hash: r.ir for r in self._definitions.records() if r.name == candidate.name
         }
+        default_wait = self._definitions.schedule_to_start_ms
         futures: list[Future[Found]] = []
         stored = 0
         found: dict[str, Divergence] = {}
@@ -111,7 +114,8 @@ class Upgrades:
             for start in range(0, len(execution_ids), CHUNK):
                 segments = await self._store.history_segments(execution_ids[start : start + CHUNK])
                 stored += len(segments)
-                futures.append(self._process.submit(candidate_ir, bases, list(segments.items())))
+                items = list(segments.items())
+                futures.append(self._process.submit(candidate_ir, bases, items, default_wait))
             for future in futures:
                 chunk = await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)
                 found.update({i: Divergence(*d) for i, d in chunk.items()})

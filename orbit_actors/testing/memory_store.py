@@ -30,15 +30,18 @@ from ..store.base import (
     WorkerRecord,
 )
 from ..store.cursor import clamp_limit, decode_cursor, encode_cursor
-from ..store.flow_slots import admits, slot_change
+from ..store.flow_slots import FREED_KEPT_MS, admits, claimed_at, freed_at, slot_change
+from ..store.rate_log import RateBook, Window, charged
 from ..store.rules import WorkerTouches, check_commit
+from .memory_batches import MemoryBatches
 
 
-class MemoryStore:
+class MemoryStore(MemoryBatches):
     """The :class:`~orbit_actors.store.base.Store` contract in memory. ``fail_next_commit`` makes
     the next write raise StorageError, as a full disk would."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._definitions: dict[tuple[str, str], DefinitionRecord] = {}
         self._executions: dict[str, tuple[int, ExecutionRow]] = {}
         self._history: dict[tuple[str, int], list[Event]] = {}
@@ -47,6 +50,8 @@ class MemoryStore:
         self._schedules: dict[str, ScheduleRecord] = {}
         self._claims: dict[tuple[str, int], tuple[str, str | None]] = {}
         self._slots: dict[str, dict[str, str]] = {}  # key → execution id → running | queued
+        self._freed: dict[str, dict[str, int]] = {}  # key → execution id → when given back
+        self._rates: dict[Window, list[int]] = {}  # (task, key) → dispatch instants
         self._order = 0
         self._stats = StoreStatistics()
         self.fail_next_commit: str | None = None
@@ -92,6 +97,8 @@ class MemoryStore:
         await self._write(len(commit.events))
         if commit.admit is not None and not self._admits(commit.admit):  # checked as written
             raise ConcurrencyFull(commit.admit.key)
+        if commit.rates:
+            self._charge(commit)
         self._take_slot(commit)
         key = (row.execution_id, row.run)
         events = [] if commit.rollover else self._history.get(key, [])
@@ -108,17 +115,33 @@ class MemoryStore:
     def _admits(self, admission: Admission) -> bool:
         slots = self._slots.get(admission.key, {})
         running = sum(state == "running" for state in slots.values())
-        return admits(admission, running, len(slots) - running)
+        after = claimed_at(admission)
+        freed = sum(at > after for at in self._freed.get(admission.key, {}).values())
+        return admits(admission, running, len(slots) - running, freed)
+
+    def _charge(self, commit: Commit) -> None:
+        """Count the commit's dispatches against their rate limits, or raise RateLimited."""
+        book = RateBook({window: self._rates.get(window, []) for window in charged([commit])})
+        limited = book.charge(commit)
+        if limited is not None:
+            raise limited
+        for task, key, at_ms, expires_ms in book.added:
+            kept = self._rates.setdefault((task, key), [])
+            kept[:] = sorted(at for at in [*kept, at_ms] if at > at_ms - (expires_ms - at_ms))
 
     def _take_slot(self, commit: Commit) -> None:
         change = slot_change(commit)
         if change is None:
             return
         key, execution_id = commit.row.flow_key or "", commit.row.execution_id
-        slots = self._slots.setdefault(key, {})
+        slots, freed = self._slots.setdefault(key, {}), self._freed.setdefault(key, {})
         if change == "free":
             slots.pop(execution_id, None)
+            at = freed[execution_id] = freed_at(commit)
+            for gone in [i for i, t in freed.items() if t < at - FREED_KEPT_MS]:
+                del freed[gone]
         else:
+            freed.pop(execution_id, None)
             slots[execution_id] = change  # a dict keeps arrival order; a promotion keeps its place
 
     async def flow_slots(self, key: str, queued_limit: int | None = None) -> FlowSlots:

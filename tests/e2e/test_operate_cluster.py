@@ -54,3 +54,41 @@ def test_an_execution_owned_elsewhere_is_paused_terminated_and_rerun(
         assert (done.status, done.run, done.output) == ("completed", 2, {"n": 2})
     keys = [line["key"] for line in logged(log)]
     assert keys == ["far/1/first", "far/2/last"]  # first was reused, never dispatched again
+
+
+GATE = """
+workflow: gate
+version: 1.0.0
+signals: {go: {}}
+steps:
+  - {id: wait, await: go}
+"""
+
+
+def test_a_batch_acts_through_each_owner_and_is_taken_over_when_its_server_dies(
+    cluster: Cluster,
+) -> None:
+    first, _, batcher = cluster.servers
+    batcher.args += ["--batch-rate", "4"]
+    for server in cluster.servers:
+        server.start()
+    ids = []
+    for n, server in enumerate(cluster.servers):
+        with server.client() as client:
+            if n == 0:
+                client.deploy(GATE)
+            ids += [client.start("gate", execution_id=f"s{n}-{i}").execution_id for i in range(8)]
+    owners = {row[0] for row in cluster.sql("SELECT DISTINCT owner FROM executions")}
+    assert len(owners) == 3  # each server owns the executions it started
+    with batcher.client() as client:
+        made = client.create_batch("terminate", workflow="gate", reason="recall")
+        assert made.matched == 24
+        wait_until(lambda: client.batch(made.batch_id).done >= 10, 60, what="10 done")
+    batcher.kill()  # its batch is taken over with its executions
+    with first.client() as client:
+        wait_until(lambda: client.batch(made.batch_id).state == "completed", 120, "the batch")
+        ended = client.batch(made.batch_id)
+        assert (ended.done, ended.failed) == (24, [])
+        for execution_id in ids:
+            events = client.history(execution_id).events
+            assert [e["type"] for e in events].count("WorkflowTerminated") == 1, execution_id

@@ -3,6 +3,7 @@ pool, and in which order, is the whole of how it dispatches."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ from orbit_actors.actors.clock import Clock
 from orbit_actors.actors.execution import ExecutionActor, ExecutionPorts
 from orbit_actors.actors.pool import Held
 from orbit_actors.decide import transitions as pure
-from orbit_actors.decide.invocation import TaskInvocation
+from orbit_actors.decide.invocation import RateTake, TaskInvocation
 from orbit_actors.errors import StorageError
 from orbit_actors.history.apply import replay
 from orbit_actors.history.events import Event
@@ -23,12 +24,21 @@ from orbit_actors.history.state import ExecutionState
 from orbit_actors.ir import compile_source
 from orbit_actors.ir.plan import CompiledDefinition
 from orbit_actors.mailbox import Command, Mailbox, Reply
+from orbit_actors.store.base import Commit, RateCharge, RateLimited
 from orbit_actors.testing import MemoryStore
 from orbit_actors.wire.messages import Task
 
+from ..store.helpers import events, row
 from .conftest import workflow
 
 TWO = workflow("steps: [{id: a, task: t, input: {n: 1}}, {id: b, task: t, input: {n: 2}}]\n")
+RATED = """
+workflow: rated
+version: 1.0.0
+input: {type: object, properties: {m: {type: string}}}
+tasks: {t: {version: "1", rate_limit: {key: '${input.m}', limit: 1, per: 1s}}}
+steps: [{id: a, task: t}]
+"""
 
 
 @dataclass
@@ -59,6 +69,15 @@ class FakePool:
 
     def take_rate(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> bool:
         return True
+
+    def rates_not_taken(
+        self, charges: Sequence[RateCharge], limited: RateLimited | None = None
+    ) -> None:
+        if limited is not None:
+            self.calls.append(f"refused {len(charges)}, opens at {limited.opens_at_ms}")
+
+    def hold(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> None:
+        self.calls.append(f"hold {unit.key}")
 
     def push(self, task: Task, now_ms: int) -> None:
         self.pushed.append(task)
@@ -108,11 +127,13 @@ class Fakes:
         )  # fmt: skip
 
 
-async def spawned(nursery: trio.Nursery, fakes: Fakes) -> Mailbox[Command]:
-    """A new execution of TWO, its actor running with ``fakes``."""
-    definition = compile_source(TWO)
+async def spawned(
+    nursery: trio.Nursery, fakes: Fakes, source: str = TWO, input: dict[str, Any] | None = None
+) -> Mailbox[Command]:
+    """A new execution of ``source`` (TWO), its actor running with ``fakes``."""
+    definition = compile_source(source)
     events = pure.start_run(
-        definition, execution_id="e", input={}, now=0,
+        definition, execution_id="e", input=input or {}, now=0,
         limits=pure.effective_limits(pure.ServerLimits(), definition),
     )  # fmt: skip
     mailbox: Mailbox[Command] = Mailbox("execution `e`")
@@ -184,4 +205,41 @@ async def test_a_result_not_recorded_holds_its_token_again(autojump_clock: MockC
         with pytest.raises(StorageError, match="disk full"):  # the worker is told
             await mailbox.request(command)
         assert fakes.pool.calls[-2:] == ["release", "restore"]
+        nursery.cancel_scope.cancel()
+
+
+async def charged_once_at_zero(store: MemoryStore) -> None:
+    """Another execution dispatched task ``t`` for key ``m`` at 0: its window opens at 1000."""
+    charge = RateCharge(RateTake("t", "m", 1, 1000), 0)
+    await store.commit(Commit(row("other"), events(1, 1), create=True, rates=(charge,)))
+
+
+async def test_a_dispatch_the_store_refuses_over_its_rate_limit_waits_and_the_rest_is_written(
+    autojump_clock: MockClock,
+) -> None:
+    fakes = Fakes()
+    await charged_once_at_zero(fakes.store)
+    async with trio.open_nursery() as nursery:
+        await spawned(nursery, fakes, RATED, {"m": "m"})
+        assert fakes.pool.calls == ["claim a", "release", "refused 1, opens at 1000", "enqueue a"]
+        assert fakes.committed == [["WorkflowCreated", "WorkflowStarted", "StepScheduled"]]
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_offer_the_store_refuses_over_its_rate_limit_is_held_and_dispatched_later(
+    autojump_clock: MockClock,
+) -> None:
+    fakes = Fakes(pool=FakePool(free=0))
+    await charged_once_at_zero(fakes.store)
+    async with trio.open_nursery() as nursery:
+        mailbox = await spawned(nursery, fakes, RATED, {"m": "m"})
+        await mailbox.send(cmd.OfferDispatch("a", 1, "tok@e", "w1", "s1"))
+        await trio.testing.wait_all_tasks_blocked()
+        assert fakes.pool.calls[2:] == ["refused 1, opens at 1000", "release", "hold a"]
+        assert len(fakes.committed) == 1  # nothing of the refused dispatch
+        await trio.sleep(1)
+        await mailbox.send(cmd.OfferDispatch("a", 1, "tok2@e", "w1", "s1"))
+        await trio.testing.wait_all_tasks_blocked()
+        assert fakes.committed[1] == ["StepDispatched"]
+        assert fakes.pool.calls[-1] == "push a"
         nursery.cancel_scope.cancel()

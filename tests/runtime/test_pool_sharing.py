@@ -4,7 +4,7 @@ do asks for shared work; a claimed unit is offered as remote."""
 
 from __future__ import annotations
 
-from orbit_actors.actors.pool import Offer, WorkerPool
+from orbit_actors.actors.pool import Offer, QueueKey, WorkerPool
 from orbit_actors.decide.invocation import TaskInvocation
 
 
@@ -20,8 +20,8 @@ class Recorder:
         self.withdrawn: list[str] = []
         self.asked = 0
 
-    def spilled(self, execution_id: str, unit: TaskInvocation) -> None:
-        self.shared.append(unit.key)
+    def spilled(self, execution_id: str, key: str, attempt: int, queue: QueueKey) -> None:
+        self.shared.append(key)
 
     def handed(self, execution_id: str, key: str, attempt: int) -> None:
         self.withdrawn.append(key)

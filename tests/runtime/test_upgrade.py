@@ -84,3 +84,17 @@ async def test_an_execution_on_another_version_is_skipped_saying_so(
                 "reason": "the execution runs version 1.1.0",
             }
         ]
+
+
+async def test_a_check_decides_with_the_servers_default_schedule_to_start(
+    mock_clock: trio.testing.MockClock,  # stands still: the unit waits for a worker throughout
+) -> None:
+    base = workflow("steps:\n  - {id: work, task: t}\n")
+    candidate = base.replace("version: 1.0.0", "version: 1.1.0") + "  - {id: more, task: t2}\n"
+    async with open_runtime(MemoryStore(), RuntimeConfig(schedule_to_start_ms=3_600_000)) as rt:
+        await rt.register_definition(base)
+        await rt.start("wf", version="1.0.0", execution_id="a")
+        (scheduled,) = [e for e in await rt.history("a") if e.type == "StepScheduled"]
+        assert scheduled.start_by_ms is not None  # recorded with the server's default
+        _, page = await rt.check_candidate("wf", "1.0.0", candidate, 100, None)
+        assert (page.checked, page.incompatible) == (1, [])

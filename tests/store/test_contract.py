@@ -177,6 +177,23 @@ async def test_history_segments_are_the_histories_undecoded(store: Store) -> Non
     assert decoded == await store.history("a")
 
 
+async def test_history_segments_of_many_executions_are_each_current_run_in_order(
+    store: Store,
+) -> None:
+    ids = [f"e{index}" for index in range(620)]  # more than one statement's worth of ids
+    for execution_id in ids:
+        await store.commit(commit(execution_id, 1, count=1))
+    await store.commit(commit("e7", 2, count=2))
+    await store.commit(commit("e7", 4, count=1))
+    await store.commit(commit("e9", 2, count=1))
+    await store.commit(commit("e9", 1, 2, run=2, rollover=True))
+    segments = await store.history_segments([*reversed(ids), "nobody"])
+    assert set(segments) == set(ids)
+    for execution_id in ("e0", "e7", "e9", "e619"):
+        decoded = [e for segment in segments[execution_id] for e in events_from_json(segment)]
+        assert decoded == await store.history(execution_id)
+
+
 async def test_executions_are_listed_newest_first_with_filters_and_cursor(store: Store) -> None:
     for index in range(7):
         await store.commit(

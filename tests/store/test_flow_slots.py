@@ -88,3 +88,29 @@ async def test_concurrent_starts_of_one_key_never_pass_the_limit(store: Store) -
             nursery.start_soon(one, f"e{n}")
     assert len(admitted) == 3
     assert sorted((await store.flow_slots("k")).running) == sorted(admitted)
+
+
+async def test_a_start_stamped_before_a_slot_was_given_back_counts_it_as_taken(
+    store: Store,
+) -> None:
+    """The histories must never show more than ``limit`` running at one instant: a start whose
+    ``WorkflowStarted`` is older than the end that gave the slot back did not have room then."""
+    await store.commit(start("a", "k", Admission("k", 1)))
+    ended = end("a", "k")
+    await store.commit(replace(ended, row=replace(ended.row, closed_at_ms=5_000)))
+    with pytest.raises(ConcurrencyFull):
+        await store.commit(start("early", "k", Admission("k", 1, at_ms=4_999)))
+    assert await store.execution("early") is None
+    await store.commit(start("later", "k", Admission("k", 1, at_ms=5_000)))
+    assert (await store.flow_slots("k")).running == ["later"]
+
+
+async def test_a_promotion_is_not_held_back_by_the_end_that_made_room_for_it(
+    store: Store,
+) -> None:
+    await store.commit(start("a", "k", Admission("k", 1)))
+    await store.commit(start("q", "k", None, status="queued"))
+    ended = end("a", "k")
+    await store.commit(replace(ended, row=replace(ended.row, closed_at_ms=9_000)))
+    await store.commit(promote("q", "k", 1))
+    assert (await store.flow_slots("k")).running == ["q"]

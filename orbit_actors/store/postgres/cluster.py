@@ -129,6 +129,10 @@ class PostgresCluster:
         """Every member, oldest first."""
         return await self._membership.run(sql.servers)
 
+    async def is_member(self, server_id: str) -> bool:
+        """True while ``server_id`` is a member (not yet taken over)."""
+        return await self._membership.run(lambda c: sql.is_member(c, server_id))
+
     async def owner(self, execution_id: str) -> Owner | None:
         """Who owns ``execution_id``."""
         return await self._inbox.run(lambda c: sql.owner(c, execution_id))
@@ -264,8 +268,8 @@ class _Listener:
     notification on its stop channel arrives, or :meth:`stop` is called. A connection the
     database drops is opened again (after 0.1 s, doubling up to 5 s), and what may have been
     missed meanwhile is delivered as if notified: the messages waiting in this server's inbox,
-    the answers to the messages it sent, and a change of the ready queue and of the
-    schedules (their handlers look again)."""
+    the answers to the messages it sent, a change of the ready queue and of the schedules,
+    and a takeover of unknown servers (their handlers look again)."""
 
     def __init__(self, url: str, epoch: int, notified: Callable[[str, str], None]) -> None:
         self._url = url
@@ -354,6 +358,6 @@ class _Listener:
         """Deliver what may have been notified while the connection was down."""
         missed = [(sql.inbox_channel(self._epoch), m) for m in sql.pending(conn, self._epoch)]
         missed += [(sql.reply_channel(self._epoch), m) for m in sql.answered(conn, self._epoch)]
-        missed += [(READY_CHANNEL, ""), (SCHEDULES_CHANGED, "")]
+        missed += [(READY_CHANNEL, ""), (SCHEDULES_CHANGED, ""), (sql.LOST_CHANNEL, "")]
         for channel, payload in missed:
             self._token.run_sync_soon(self._notified, channel, payload)

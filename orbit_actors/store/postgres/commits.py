@@ -31,6 +31,7 @@ from ..base import ExecutionRow
 from ..group import CommitWork, RetryBatch
 from ..rules import check_commit
 from .flow_slots import lock_keys, pg_admits, take_slot
+from .rate_log import read_book, write_book
 from .schema import Conn
 
 ROW_COLUMNS = ", ".join(field.name for field in fields(ExecutionRow))
@@ -109,14 +110,25 @@ class CommitBatcher:
         found = conn.execute(_POSITIONS, (ids,)).fetchall()
         staged = _Staged({i: Position(r, s, o, u) for i, r, s, o, u in found}, set(), {}, [], [])
         lock_keys(conn, works)
+        book = read_book(conn, [work.commit for work in works])
         for work in works:
-            admit = work.commit.admit
-            if admit is not None and not pg_admits(conn, admit):
+            commit = work.commit
+            work.full, work.limited = False, None  # a batch run again decides afresh
+            if commit.admit is not None and not pg_admits(conn, commit.admit):
                 work.full = True
                 continue
+            if book is not None and commit.rates:
+                work.limited = book.charge(commit)
+                if work.limited is not None:
+                    continue
             _stage(staged, work, self.owner)
-            if not (work.refused or work.fenced):
-                take_slot(conn, work.commit)
+            if work.refused or work.fenced:
+                if book is not None and commit.rates:
+                    book.give_back(commit)
+            else:
+                take_slot(conn, commit)
+        if book is not None:
+            write_book(conn, book, [work.commit for work in works])
         if not staged.summaries:
             return  # every commit of the batch was a refused create
         _send(conn, _ARCHIVE_RUNS, staged.archived)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import Admission, Commit
-from ..flow_slots import admits, slot_change
+from ..flow_slots import FREED_KEPT_MS, admits, claimed_at, freed_at, slot_change
 from .schema import Conn
 
 
@@ -33,11 +33,13 @@ def pg_admits(conn: Conn, admission: Admission) -> bool:
     """True when ``admission`` may take a slot now (its key is locked by :func:`lock_keys`)."""
     found = conn.execute(
         "SELECT COUNT(*) FILTER (WHERE state = 'running'), "
-        "COUNT(*) FILTER (WHERE state = 'queued') FROM flow_slots WHERE key = %s",
-        (admission.key,),
+        "COUNT(*) FILTER (WHERE state = 'queued'), "
+        "COUNT(*) FILTER (WHERE state = 'free' AND freed_at_ms > %s) "
+        "FROM flow_slots WHERE key = %s",
+        (claimed_at(admission), admission.key),
     ).fetchone()
     assert found is not None
-    return admits(admission, found[0], found[1])
+    return admits(admission, found[0], found[1], found[2])
 
 
 def take_slot(conn: Conn, commit: Commit) -> None:
@@ -45,8 +47,20 @@ def take_slot(conn: Conn, commit: Commit) -> None:
     change = slot_change(commit)
     row = commit.row
     if change == "free":
-        conn.execute("DELETE FROM flow_slots WHERE execution_id = %s", (row.execution_id,))
+        at = freed_at(commit)
+        conn.execute(
+            "UPDATE flow_slots SET state = 'free', freed_at_ms = %s WHERE execution_id = %s",
+            (at, row.execution_id),
+        )
+        conn.execute(
+            "DELETE FROM flow_slots WHERE key = %s AND state = 'free' AND freed_at_ms < %s",
+            (row.flow_key, at - FREED_KEPT_MS),
+        )
     elif change is not None:
+        conn.execute(
+            "DELETE FROM flow_slots WHERE execution_id = %s AND state = 'free'",
+            (row.execution_id,),
+        )
         conn.execute(
             "INSERT INTO flow_slots (execution_id, key, state) VALUES (%s, %s, %s) "
             "ON CONFLICT (execution_id) DO UPDATE SET state = excluded.state",

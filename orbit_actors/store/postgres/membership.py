@@ -121,6 +121,12 @@ def servers(conn: Conn) -> list[ServerRecord]:
     return [ServerRecord(*row) for row in conn.execute(_SERVERS).fetchall()]
 
 
+def is_member(conn: Conn, server_id: str) -> bool:
+    """True while ``server_id`` holds a lease row (a server taken over has none, for good)."""
+    found = conn.execute("SELECT 1 FROM servers WHERE server_id = %s", (server_id,)).fetchone()
+    return found is not None
+
+
 def owner(conn: Conn, execution_id: str) -> Owner | None:
     """Who owns ``execution_id``."""
     row = conn.execute(_OWNER, (execution_id,)).fetchone()

@@ -110,11 +110,40 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             state TEXT NOT NULL)""",
         "CREATE INDEX flow_slots_by_key ON flow_slots (key, state, ord)",
     ),
+    # 7: batches (store/batches.py): each batch, its progress and owner, and the snapshot of
+    # the executions it matched (with the refusal of each it could not act on)
+    (
+        """CREATE TABLE batches (
+            ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            batch_id TEXT NOT NULL UNIQUE, action TEXT NOT NULL,
+            filter TEXT NOT NULL, reason TEXT, state TEXT NOT NULL, matched INTEGER NOT NULL,
+            done INTEGER NOT NULL, failed INTEGER NOT NULL, position INTEGER NOT NULL,
+            doubt_until INTEGER NOT NULL, owner TEXT, created_at_ms BIGINT NOT NULL,
+            closed_at_ms BIGINT)""",
+        """CREATE TABLE batch_items (
+            batch_id TEXT NOT NULL, position INTEGER NOT NULL, execution_id TEXT NOT NULL,
+            run INTEGER NOT NULL, code TEXT, message TEXT,
+            PRIMARY KEY (batch_id, position))""",
+    ),
+    # 8: rate limits (store/rate_log.py). A commit that charges a (task, key) locks its row in
+    # rate_keys first, so servers counting the same key take turns; rate_log holds each
+    # recent dispatch, by (task, key) and instant, and by when it may be deleted.
+    (
+        "CREATE TABLE rate_keys (task TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (task, key))",
+        """CREATE TABLE rate_log (
+            task TEXT NOT NULL, key TEXT NOT NULL, at_ms BIGINT NOT NULL,
+            expires_ms BIGINT NOT NULL)""",
+        "CREATE INDEX rate_log_by_key ON rate_log (task, key, at_ms)",
+        "CREATE INDEX rate_log_by_expiry ON rate_log (expires_ms)",
+    ),
+    # 9: a slot given back is kept a minute with its instant (store/flow_slots.py): a start
+    # stamped before it was given back counts it as still taken
+    ("ALTER TABLE flow_slots ADD COLUMN freed_at_ms BIGINT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("definitions", "executions", "segments", "runs", "workers", "schedules",
           "schedule_claims", "servers", "inbox", "ready_tasks", "flow_keys",
-          "flow_slots")  # fmt: skip
+          "flow_slots", "batches", "batch_items", "rate_keys", "rate_log")  # fmt: skip
 
 
 def describe(url: str) -> str:

@@ -21,6 +21,7 @@ from ..base import TERMINAL_STATUSES, Commit
 from ..group import CommitWork
 from ..rules import check_commit
 from .flow_slots import sqlite_admits, take_slot
+from .rate_log import read_book, write_book
 
 _WRITTEN = (
     "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
@@ -79,6 +80,7 @@ class CommitBatcher:
         segments: list[tuple[Any, ...]] = []
         summaries: list[tuple[Any, ...]] = []
         archived: list[tuple[Any, ...]] = []
+        book = read_book(conn, [work.commit for work in works])
         for work in works:
             commit: Commit = work.commit
             current = self._current(commit.row.execution_id)
@@ -89,6 +91,10 @@ class CommitBatcher:
             if commit.admit is not None and not sqlite_admits(conn, commit.admit):
                 work.full = True
                 continue
+            if book is not None and commit.rates:
+                work.limited = book.charge(commit)
+                if work.limited is not None:
+                    continue
             take_slot(conn, commit)
             if commit.rollover and current is not None:
                 archived.append(
@@ -100,6 +106,8 @@ class CommitBatcher:
                 segments.append(_segment(segment_id, head, work))
                 head = segment_id
             summaries.append(self._summarize(commit, current, head))
+        if book is not None:
+            write_book(conn, book, [work.commit for work in works])
         insert_rows(conn, _ARCHIVE_RUNS, archived)
         insert_rows(conn, _INSERT_SEGMENTS, segments)
         crash_point("group-commit")

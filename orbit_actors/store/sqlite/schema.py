@@ -86,6 +86,32 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             state TEXT NOT NULL)""",
         "CREATE INDEX flow_slots_by_key ON flow_slots (key, state, ord)",
     ),
+    # 8: batches (store/batches.py): each batch, its progress, and the snapshot of the
+    # executions it matched (with the refusal of each it could not act on)
+    (
+        """CREATE TABLE batches (
+            ord INTEGER PRIMARY KEY, batch_id TEXT NOT NULL UNIQUE, action TEXT NOT NULL,
+            filter TEXT NOT NULL, reason TEXT, state TEXT NOT NULL, matched INTEGER NOT NULL,
+            done INTEGER NOT NULL, failed INTEGER NOT NULL, position INTEGER NOT NULL,
+            doubt_until INTEGER NOT NULL, owner TEXT, created_at_ms INTEGER NOT NULL,
+            closed_at_ms INTEGER)""",
+        """CREATE TABLE batch_items (
+            batch_id TEXT NOT NULL, position INTEGER NOT NULL, execution_id TEXT NOT NULL,
+            run INTEGER NOT NULL, code TEXT, message TEXT,
+            PRIMARY KEY (batch_id, position)) WITHOUT ROWID""",
+    ),
+    # 9: rate limits (store/rate_log.py): each recent dispatch of a rate-limited task, by
+    # (task, key) and instant, and by when it may be deleted
+    (
+        """CREATE TABLE rate_log (
+            task TEXT NOT NULL, key TEXT NOT NULL, at_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL)""",
+        "CREATE INDEX rate_log_by_key ON rate_log (task, key, at_ms)",
+        "CREATE INDEX rate_log_by_expiry ON rate_log (expires_ms)",
+    ),
+    # 10: a slot given back is kept a minute with its instant (store/flow_slots.py): a start
+    # stamped before it was given back counts it as still taken
+    ("ALTER TABLE flow_slots ADD COLUMN freed_at_ms INTEGER",),
 )
 INCREMENTAL = 2  # PRAGMA auto_vacuum
 SCHEMA_VERSION = len(MIGRATIONS)

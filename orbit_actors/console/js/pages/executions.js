@@ -1,13 +1,14 @@
 // Executions: newest first, filtered by status and workflow on the server, paged by cursor,
-// counted by status, refreshed every second.
+// counted by status, refreshed every second; a form acts on many of them at once (batches).
 
 import { api, segment } from "../api.js";
 import { h, replace, badge, errorBox, executionLink } from "../dom.js";
 import { when, iso, duration, count } from "../format.js";
 import { href, navigate } from "../router.js";
 import { Poller } from "../live.js";
+import { batchForm } from "../batchform.js";
 
-const STATUSES = ["queued", "running", "completed", "failed", "cancelled", "timed_out"];
+const STATUSES = ["queued", "running", "completed", "failed", "cancelled", "timed_out", "terminated"];
 const PAGE_SIZE = 50;
 const newerCursors = []; // the cursors of the pages before this one, to page back
 
@@ -22,10 +23,12 @@ export function renderExecutions(main, route) {
   const rows = h("tbody", {});
   const problem = h("div", { "aria-live": "polite" });
   const pager = h("nav", { class: "pager", "aria-label": "Pages" });
+  const batches = batchForm(filters);
   replace(main,
     h("h1", {}, "Executions"),
     h("nav", { "aria-label": "Executions by status" }, tabs),
     filterForm(filters),
+    batches.element,
     problem,
     h("div", { class: "table-wrap" },
       h("table", { class: "executions stack" },
@@ -54,7 +57,7 @@ export function renderExecutions(main, route) {
       replace(problem, errorBox(error));
     }
   });
-  return () => poller.stop();
+  return () => { poller.stop(); batches.stop(); };
 }
 
 function statusTabs(counts, filters) {
