@@ -58,6 +58,7 @@ from .supervisor.migration import (
     plan_migration,
 )
 from .supervisor.purger import Purger
+from .supervisor.queued_waits import StartedElsewhere
 from .supervisor.rerunning import Rerunner
 from .supervisor.router import Remote, Router, routes
 from .supervisor.sharing import TaskSharing
@@ -286,8 +287,13 @@ def _wire(
         starter.effective_limits,
         ports.committed,
     )
+    wait = waiters.wait
+    if cluster is not None and forwarder is not None:
+        followed = StartedElsewhere(forwarder, waiters.wait, router.surely_here)
+        cluster.watch_started(followed.started)
+        wait = followed.wait
     router.routes = routes(
-        registry, supervisor.resume, waiters.wait, sharing or Remote(),
+        registry, supervisor.resume, wait, sharing or Remote(),
         starter.flow.cancel_queued,
         migrate=migrate_here(definitions, registry),
     )  # fmt: skip

@@ -136,6 +136,11 @@ class Cluster(Protocol):
         """Call ``lost`` with a server's id when a server took that server over."""
         ...
 
+    def watch_started(self, started: Callable[[str], None]) -> None:
+        """Call ``started`` with the id of each queued execution a server promoted (started
+        under its concurrency key); ``""`` when any may have been (notices were missed)."""
+        ...
+
     def watch_cancels(self, cancel: Callable[[dict[str, str]], None]) -> None:
         """Call ``cancel`` with tokens (token → reason) some server cancelled elsewhere: the
         ones a worker connected here holds are to be stopped."""

@@ -1,7 +1,11 @@
 """Concurrency slots on PostgreSQL (see :mod:`orbit_actors.store.flow_slots`). Several servers
 write the same database, so a batch that takes or gives back slots first locks the row of each
 key it touches in ``flow_keys`` (in one order: no deadlock); the counts it then reads stay
-exact until its transaction ends."""
+exact until its transaction ends.
+
+A commit that promotes a queued execution also notifies :data:`STARTED_CHANNEL` with its id
+(delivered when the transaction commits): a server waiting for that execution learns that it
+now runs on the promoting server."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from typing import Any
 from ..base import Admission, Commit
 from ..flow_slots import admits, slot_change
 from .schema import Conn
+
+STARTED_CHANNEL = "orbit_started"  # a queued execution was promoted (payload: its id)
 
 
 def lock_keys(conn: Conn, works: list[Any]) -> None:
@@ -52,3 +58,5 @@ def take_slot(conn: Conn, commit: Commit) -> None:
             "ON CONFLICT (execution_id) DO UPDATE SET state = excluded.state",
             (row.execution_id, row.flow_key, change),
         )
+    if commit.admit is not None and commit.admit.promoting:
+        conn.execute("SELECT pg_notify(%s, %s)", (STARTED_CHANNEL, row.execution_id))
