@@ -4,8 +4,9 @@ A queued execution (waiting for a slot of its concurrency key) has no owner: a w
 waits here, for a finish here. But the server that promotes it — whichever frees a slot of its
 key — owns it from then on, and its end is seen there, not here. So every server hears of each
 promotion (:meth:`~orbit_actors.store.cluster.Cluster.watch_started`, a ``NOTIFY`` of the
-promoting commit): a wait here for that execution stops and asks again where it lives, and
-waits at its new owner (a forwarded wait) for the time left. The interest is noted before the
+promoting commit; a cancel of a queued execution, on any server, sends the same): a wait here
+for that execution stops and asks again where it lives, and waits at its new owner (a forwarded
+wait) for the time left, or reads its end from the store. The interest is noted before the
 owner is read, so a promotion is either seen by that read or heard after it.
 """
 

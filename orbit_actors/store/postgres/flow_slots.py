@@ -3,9 +3,9 @@ write the same database, so a batch that takes or gives back slots first locks t
 key it touches in ``flow_keys`` (in one order: no deadlock); the counts it then reads stay
 exact until its transaction ends.
 
-A commit that promotes a queued execution also notifies :data:`STARTED_CHANNEL` with its id
-(delivered when the transaction commits): a server waiting for that execution learns that it
-now runs on the promoting server."""
+A commit that promotes or cancels a queued execution also notifies :data:`STARTED_CHANNEL` with
+its id (delivered when the transaction commits): a server waiting for that execution learns
+that the server which wrote it owns it now."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..base import Admission, Commit
 from ..flow_slots import admits, slot_change
 from .schema import Conn
 
-STARTED_CHANNEL = "orbit_started"  # a queued execution was promoted (payload: its id)
+STARTED_CHANNEL = "orbit_started"  # a queued execution was started or ended (payload: its id)
 
 
 def lock_keys(conn: Conn, works: list[Any]) -> None:
@@ -58,5 +58,11 @@ def take_slot(conn: Conn, commit: Commit) -> None:
             "ON CONFLICT (execution_id) DO UPDATE SET state = excluded.state",
             (row.execution_id, row.flow_key, change),
         )
-    if commit.admit is not None and commit.admit.promoting:
-        conn.execute("SELECT pg_notify(%s, %s)", (STARTED_CHANNEL, row.execution_id))
+
+
+def notify_dequeued(conn: Conn, execution_ids: list[str]) -> None:
+    """Tell every server (once this transaction commits) that these queued executions were
+    promoted or cancelled, so their waits ask again where each one lives."""
+    conn.execute(
+        "SELECT pg_notify(%s, e) FROM unnest(%s::text[]) AS e", (STARTED_CHANNEL, execution_ids)
+    )

@@ -1,5 +1,6 @@
-"""Shared mode in one process: a wait for a queued execution is answered when the execution
-starts and ends on another server (the one that frees the slot of its key promotes it)."""
+"""Shared mode in one process: a queued execution has no owner; a wait for it is answered when
+it starts and ends on another server (the one that frees the slot of its key promotes it), and
+any server cancels it."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ _numbers = itertools.count()
 
 @pytest.fixture
 def database(postgres: PostgresServer) -> str:
-    return postgres.create_database(f"queued_waits_{next(_numbers)}")
+    return postgres.create_database(f"queued_across_{next(_numbers)}")
 
 
 @asynccontextmanager
@@ -99,3 +100,32 @@ async def test_a_wait_for_a_queued_execution_promoted_here_still_gets_its_result
                     await trio.sleep(0.01)
             await b.signal("second", "go", {"n": 2})
         assert [(r.status, r.output) for r in results] == [("completed", {"n": 2})]
+
+
+async def test_a_queued_execution_is_cancelled_through_any_server(database: str) -> None:
+    async with server(database, "a") as a, server(database, "b") as b:
+        await a.register_definition(ONE_AT_A_TIME)
+        await a.start("gated", input={"customer": "c"}, execution_id="first")
+        await a.start("gated", input={"customer": "c"}, execution_id="second")
+        await b.cancel("second", "not needed")
+        assert (await a.describe("second")).status == "cancelled"
+        assert (await b.wait("second", timeout=10)).status == "cancelled"
+
+
+async def test_a_wait_for_a_queued_execution_cancelled_on_another_server_gets_its_end(
+    database: str,
+) -> None:
+    async with server(database, "a") as a, server(database, "b") as b:
+        await a.register_definition(ONE_AT_A_TIME)
+        await a.start("gated", input={"customer": "c"}, execution_id="first")
+        await a.start("gated", input={"customer": "c"}, execution_id="second")
+        results = []
+        async with trio.open_nursery() as nursery:
+
+            async def wait_on_a() -> None:
+                results.append(await a.wait("second", timeout=20))
+
+            nursery.start_soon(wait_on_a)
+            await waiting_here(a, "second")
+            await b.cancel("second", "not needed")
+        assert [r.status for r in results] == ["cancelled"]
