@@ -60,6 +60,7 @@ from .supervisor.migration import (
 )
 from .supervisor.pacing import DEFAULT_BATCH_RATE, Pacer
 from .supervisor.purger import Purger
+from .supervisor.queued_waits import StartedElsewhere
 from .supervisor.rerunning import Rerunner
 from .supervisor.router import Remote, Router, routes
 from .supervisor.sharing import TaskSharing
@@ -293,8 +294,13 @@ def _wire(
         starter.effective_limits,
         ports.committed,
     )
+    wait = waiters.wait
+    if cluster is not None and forwarder is not None:
+        followed = StartedElsewhere(forwarder, waiters.wait, router.surely_here)
+        cluster.watch_started(followed.started)
+        wait = followed.wait
     router.routes = routes(
-        registry, supervisor.resume, waiters.wait, sharing or Remote(),
+        registry, supervisor.resume, wait, sharing or Remote(),
         starter.flow.cancel_queued,
         migrate=migrate_here(definitions, registry),
     )  # fmt: skip

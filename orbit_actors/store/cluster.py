@@ -142,6 +142,11 @@ class Cluster(Protocol):
         ``""`` when such notices may have been missed (``lost`` then asks :meth:`is_member`)."""
         ...
 
+    def watch_started(self, started: Callable[[str], None]) -> None:
+        """Call ``started`` with the id of each queued execution a server promoted (started
+        under its concurrency key); ``""`` when any may have been (notices were missed)."""
+        ...
+
     def watch_cancels(self, cancel: Callable[[dict[str, str]], None]) -> None:
         """Call ``cancel`` with tokens (token → reason) some server cancelled elsewhere: the
         ones a worker connected here holds are to be stopped."""

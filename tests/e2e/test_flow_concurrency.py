@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import itertools
 import signal
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -199,6 +201,40 @@ def test_a_killed_servers_slot_is_given_back_after_the_takeover(
     finally:
         for server in started:
             server.stop()
+
+
+def test_a_queued_start_waited_for_on_one_server_answers_once_another_ran_it(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    started = servers_on("postgres", tmp_path, postgres)
+    clients = [server.client() for server in started]
+    answers: list[object] = []
+    try:
+        clients[0].deploy(SINGLE.replace("ON_FULL", "queue"))
+        clients[0].start("single", input={"customer": "c"}, execution_id="first")
+        start = partial(clients[1].start, "single", input={"customer": "c"}, wait=60)
+        waiting = threading.Thread(
+            target=lambda: answers.append(start(execution_id="second")), daemon=True
+        )
+        waiting.start()  # the second is queued on s1, whose answer waits for its end
+        wait_until(lambda: _status(clients[2], "second") == "queued", what="the queued start")
+        clients[2].signal("first", "done")  # s0 ends it and starts the second: s0 owns it
+        wait_until(lambda: _status(clients[2], "second") == "running", what="its promotion")
+        clients[2].signal("second", "done")
+        waiting.join(timeout=90)
+        assert [getattr(a, "status", None) for a in answers] == ["completed"]
+    finally:
+        for client in clients:
+            client.close()
+        for server in started:
+            server.stop()
+
+
+def _status(client: Client, execution_id: str) -> str | None:
+    try:
+        return client.describe(execution_id).status
+    except ApiError:
+        return None
 
 
 SLOW = """

@@ -27,6 +27,7 @@ from ...errors import StorageError
 from ..cluster import Collected, Message, Owner, ReadyTask, ServerRecord, Takeover
 from . import membership as sql
 from . import queue
+from .flow_slots import STARTED_CHANNEL
 from .queue import READY_CHANNEL
 from .records import SCHEDULES_CHANGED
 from .schema import Conn, connect, one_line
@@ -98,6 +99,7 @@ class PostgresCluster:
         self._ready: Callable[[], None] = lambda: None
         self._lost: Callable[[str], None] = lambda server_id: None
         self._cancels: Callable[[dict[str, str]], None] = lambda tokens: None
+        self._started: Callable[[str], None] = lambda execution_id: None
         self._queue = _Connection(url, name, lambda c: None)
 
     @property
@@ -175,6 +177,8 @@ class PostgresCluster:
                 self._schedules_changed()
             elif channel == CANCEL_CHANNEL:
                 self._cancels(json.loads(payload))
+            elif channel == STARTED_CHANNEL:
+                self._started(payload)
 
         return notified
 
@@ -186,6 +190,11 @@ class PostgresCluster:
         """NOTIFY every server of ``tokens`` (token → reason), in payloads under the limit."""
         for payload in _payloads(tokens):
             await self._inbox.run(partial(_notify, CANCEL_CHANNEL, payload))
+
+    def watch_started(self, started: Callable[[str], None]) -> None:
+        """Call ``started`` with the id of each queued execution a server promoted (``""``:
+        any may have been, while the LISTEN connection was down)."""
+        self._started = started
 
     def watch_ready(self, ready: Callable[[], None]) -> None:
         """Call ``ready`` when a server published units to the shared queue."""
@@ -322,7 +331,7 @@ class _Listener:
         conn = connect(self._url, autocommit=True)
         for channel in (sql.inbox_channel(self._epoch), sql.reply_channel(self._epoch),
                         SCHEDULES_CHANGED, READY_CHANNEL, sql.LOST_CHANNEL, CANCEL_CHANNEL,
-                        self._stop_channel):  # fmt: skip
+                        STARTED_CHANNEL, self._stop_channel):  # fmt: skip
             conn.execute(f"LISTEN {channel}".encode())
         return conn
 
@@ -359,5 +368,6 @@ class _Listener:
         missed = [(sql.inbox_channel(self._epoch), m) for m in sql.pending(conn, self._epoch)]
         missed += [(sql.reply_channel(self._epoch), m) for m in sql.answered(conn, self._epoch)]
         missed += [(READY_CHANNEL, ""), (SCHEDULES_CHANGED, ""), (sql.LOST_CHANNEL, "")]
+        missed += [(STARTED_CHANNEL, "")]
         for channel, payload in missed:
             self._token.run_sync_soon(self._notified, channel, payload)

@@ -23,14 +23,14 @@ creates it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 from ...crashpoints import crash_point
 from ..base import ExecutionRow
 from ..group import CommitWork, RetryBatch
 from ..rules import check_commit
-from .flow_slots import lock_keys, pg_admits, take_slot
+from .flow_slots import lock_keys, notify_dequeued, pg_admits, take_slot
 from .rate_log import read_book, write_book
 from .schema import Conn
 
@@ -91,6 +91,7 @@ class _Staged:
     summaries: dict[str, tuple[Any, ...]]
     segments: list[tuple[Any, ...]]
     archived: list[tuple[Any, ...]]
+    dequeued: list[str] = field(default_factory=list)  # queued executions started or ended
 
 
 class CommitBatcher:
@@ -137,6 +138,8 @@ class CommitBatcher:
             raise RetryBatch()
         crash_point("group-commit")
         _send(conn, _INSERT_SEGMENTS, staged.segments)
+        if staged.dequeued:
+            notify_dequeued(conn, staged.dequeued)
 
     def settle(self, committed: bool) -> None:
         """Nothing is cached between batches."""
@@ -151,14 +154,21 @@ def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
     if work.refused:
         return
     promoting = commit.admit is not None and commit.admit.promoting
-    unowned = promoting and current is not None and current.owner_epoch is None
+    unowned = (
+        current is not None
+        and current.owner_epoch is None  # queued
+        and (promoting or (current.last_seq == 1 and row.status == "cancelled"))
+    )
     if owner is not None and current is not None and current.owner_epoch != owner.epoch:
         # a rerun of a finished execution is not fenced: no server runs it, and the server
-        # that reruns it becomes its owner; a queued execution promoted has no owner yet
+        # that reruns it becomes its owner; a queued execution (only its WorkflowCreated, no
+        # owner yet) is promoted or cancelled by any server
         rerun = commit.rollover and not current.running
         work.fenced = not (rerun or unowned)
         if work.fenced:
             return
+    if unowned:
+        staged.dequeued.append(row.execution_id)
     check_commit(None if current is None else (current.run, current.last_seq), commit)
     if current is None:
         staged.new.add(row.execution_id)

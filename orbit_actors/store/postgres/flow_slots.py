@@ -1,7 +1,11 @@
 """Concurrency slots on PostgreSQL (see :mod:`orbit_actors.store.flow_slots`). Several servers
 write the same database, so a batch that takes or gives back slots first locks the row of each
 key it touches in ``flow_keys`` (in one order: no deadlock); the counts it then reads stay
-exact until its transaction ends."""
+exact until its transaction ends.
+
+A commit that promotes or cancels a queued execution also notifies :data:`STARTED_CHANNEL` with
+its id (delivered when the transaction commits): a server waiting for that execution learns
+that the server which wrote it owns it now."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from typing import Any
 from ..base import Admission, Commit
 from ..flow_slots import FREED_KEPT_MS, admits, claimed_at, freed_at, slot_change
 from .schema import Conn
+
+STARTED_CHANNEL = "orbit_started"  # a queued execution was started or ended (payload: its id)
 
 
 def lock_keys(conn: Conn, works: list[Any]) -> None:
@@ -66,3 +72,11 @@ def take_slot(conn: Conn, commit: Commit) -> None:
             "ON CONFLICT (execution_id) DO UPDATE SET state = excluded.state",
             (row.execution_id, row.flow_key, change),
         )
+
+
+def notify_dequeued(conn: Conn, execution_ids: list[str]) -> None:
+    """Tell every server (once this transaction commits) that these queued executions were
+    promoted or cancelled, so their waits ask again where each one lives."""
+    conn.execute(
+        "SELECT pg_notify(%s, e) FROM unnest(%s::text[]) AS e", (STARTED_CHANNEL, execution_ids)
+    )
