@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Literal
 
 from .base import TERMINAL_STATUSES, Admission, Commit
+from .dialect import Connection, Dialect
 
 SlotState = Literal["running", "queued", "free"]
 
@@ -63,3 +64,47 @@ def slot_change(commit: Commit) -> SlotState | None:
     if commit.create or commit.admit is not None:
         return "running"
     return None
+
+
+# -- the SQL both database stores run (store/dialect.py spells it for each engine) ----------
+def admits_in(sql: Dialect, conn: Connection, admission: Admission) -> bool:
+    """True when ``admission`` may take a slot now, counted inside the commit's transaction
+    (slots taken earlier in it count; on PostgreSQL the key's row is locked first)."""
+    running, queued, freed = sql.run(
+        conn,
+        "SELECT COALESCE(SUM(CASE WHEN state = 'running' THEN 1 ELSE 0 END), 0), "
+        "COALESCE(SUM(CASE WHEN state = 'queued' THEN 1 ELSE 0 END), 0), "
+        "COALESCE(SUM(CASE WHEN state = 'free' AND freed_at_ms > ? THEN 1 ELSE 0 END), 0) "
+        "FROM flow_slots WHERE key = ?",
+        claimed_at(admission), admission.key,
+    ).fetchone()  # fmt: skip
+    return admits(admission, int(running), int(queued), int(freed))
+
+
+def take_slot(sql: Dialect, conn: Connection, commit: Commit) -> None:
+    """Write what ``commit`` does to its execution's slot, if anything: a slot given back is
+    kept with its instant (and those given back long before are deleted); a slot taken again
+    (a rerun) starts a new place in its key's order."""
+    change = slot_change(commit)
+    row = commit.row
+    if change == "free":
+        at = freed_at(commit)
+        sql.run(
+            conn, "UPDATE flow_slots SET state = 'free', freed_at_ms = ? WHERE execution_id = ?",
+            at, row.execution_id,
+        )  # fmt: skip
+        sql.run(
+            conn, "DELETE FROM flow_slots WHERE key = ? AND state = 'free' AND freed_at_ms < ?",
+            row.flow_key, at - FREED_KEPT_MS,
+        )  # fmt: skip
+    elif change is not None:
+        sql.run(
+            conn, "DELETE FROM flow_slots WHERE execution_id = ? AND state = 'free'",
+            row.execution_id,
+        )  # fmt: skip
+        sql.run(
+            conn,
+            "INSERT INTO flow_slots (execution_id, key, state) VALUES (?, ?, ?) "
+            "ON CONFLICT (execution_id) DO UPDATE SET state = excluded.state",
+            row.execution_id, row.flow_key, change,
+        )  # fmt: skip

@@ -28,9 +28,11 @@ from typing import Any, NamedTuple
 
 from ...crashpoints import crash_point
 from ..base import ExecutionRow
+from ..dialect import POSTGRES
+from ..flow_slots import admits_in, take_slot
 from ..group import CommitWork, RetryBatch
 from ..rules import check_commit
-from .flow_slots import lock_keys, notify_dequeued, pg_admits, take_slot
+from .flow_slots import lock_keys, notify_dequeued
 from .rate_log import read_book, write_book
 from .schema import Conn
 
@@ -115,7 +117,7 @@ class CommitBatcher:
         for work in works:
             commit = work.commit
             work.full, work.limited = False, None  # a batch run again decides afresh
-            if commit.admit is not None and not pg_admits(conn, commit.admit):
+            if commit.admit is not None and not admits_in(POSTGRES, conn, commit.admit):
                 work.full = True
                 continue
             if book is not None and commit.rates:
@@ -127,7 +129,7 @@ class CommitBatcher:
                 if book is not None and commit.rates:
                     book.give_back(commit)
             else:
-                take_slot(conn, commit)
+                take_slot(POSTGRES, conn, commit)
         if book is not None:
             write_book(conn, book, [work.commit for work in works])
         if not staged.summaries:

@@ -18,9 +18,10 @@ from typing import Any, NamedTuple
 
 from ...crashpoints import crash_point
 from ..base import TERMINAL_STATUSES, Commit
+from ..dialect import SQLITE
+from ..flow_slots import admits_in, take_slot
 from ..group import CommitWork
 from ..rules import check_commit
-from .flow_slots import sqlite_admits, take_slot
 from .rate_log import read_book, write_book
 
 _WRITTEN = (
@@ -88,14 +89,14 @@ class CommitBatcher:
                 work.refused = True
                 continue
             check_commit(current and (current.run, current.last_seq), commit)
-            if commit.admit is not None and not sqlite_admits(conn, commit.admit):
+            if commit.admit is not None and not admits_in(SQLITE, conn, commit.admit):
                 work.full = True
                 continue
             if book is not None and commit.rates:
                 work.limited = book.charge(commit)
                 if work.limited is not None:
                     continue
-            take_slot(conn, commit)
+            take_slot(SQLITE, conn, commit)
             if commit.rollover and current is not None:
                 archived.append(
                     (commit.row.execution_id, current.run, current.head, current.last_seq)
