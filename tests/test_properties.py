@@ -175,6 +175,16 @@ def test_replay_equals_the_fold_and_the_fixpoint_is_stable(
 
 
 @SETTINGS
+@given(definitions(), actions, st.lists(st.integers(0, 9), max_size=4))
+def test_every_batch_ends_at_the_fixpoint(text: str, plan: list[Action], items: list[int]) -> None:
+    d = Driver(compile_source(text)).start({"items": items})
+    for action in plan:
+        drive(d, [action])
+        if d.state.steps:  # a run just started by continue-as-new decides on its next wake-up
+            assert decide(d.state, d.definition, d.now) == []
+
+
+@SETTINGS
 @given(definitions(), actions, st.lists(st.integers(0, 9), max_size=4), st.integers(0, 5000))
 def test_decide_is_deterministic_and_never_mutates_the_state(
     text: str, plan: list[Action], items: list[int], later: int

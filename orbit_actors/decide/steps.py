@@ -14,14 +14,11 @@ from .context import Context, error
 
 def ready_steps(ctx: Context, step_ids: list[str]) -> list[StepPlan]:
     """Steps of ``step_ids`` not yet started whose dependencies are all resolved."""
-    steps = ctx.state.steps
+    steps, resolved, plans = ctx.state.steps, ctx.state.resolved_steps, ctx.definition.plans
     ready = []
     for step_id in step_ids:
-        if step_id in steps:
-            continue
-        plan = ctx.definition.plans[step_id]
-        if all(dep in steps and steps[dep].resolved for dep in plan.after):
-            ready.append(plan)
+        if step_id not in steps and resolved.issuperset(plans[step_id].after):
+            ready.append(plans[step_id])
     return ready
 
 

@@ -255,6 +255,7 @@ def _unit_resolved(state: ExecutionState, unit: Unit) -> None:
 
 
 def _step_resolved(state: ExecutionState, record: StepRecord) -> None:
+    state.resolved_steps.add(record.id)
     if record.role == "main":
         state.resolved_main.add(record.id)
 

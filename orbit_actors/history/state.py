@@ -204,6 +204,7 @@ class ExecutionState:
     inflight: dict[str, None] = field(default_factory=dict)
     cleanup_inflight: dict[str, None] = field(default_factory=dict)
     resolved_main: set[str] = field(default_factory=set)
+    resolved_steps: set[str] = field(default_factory=set)  # main and handler steps
     succeeded_order: list[str] = field(default_factory=list)
     succeeded_position: dict[str, int] = field(default_factory=dict)
     failed_steps: list[tuple[int, str]] = field(default_factory=list)

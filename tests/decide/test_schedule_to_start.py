@@ -87,3 +87,9 @@ def test_a_malformed_schedule_to_start_is_refused_with_its_path() -> None:
     with pytest.raises(DefinitionError) as refused:
         compile_source(SOURCE.replace("schedule_to_start: 5m", "schedule_to_start: soon"))
     assert "tasks.charge.schedule_to_start" in str(refused.value.problems[0].path)
+
+
+def test_a_zero_schedule_to_start_times_the_unit_out_in_the_batch_that_schedules_it() -> None:
+    d = started(SOURCE.replace("schedule_to_start: 5m", "schedule_to_start: 0s"))
+    assert d.types()[2:] == ["StepScheduled", "StepAttemptFailed", "RetryScheduled"]
+    d.assert_consistent()
