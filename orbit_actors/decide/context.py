@@ -116,17 +116,15 @@ class Context:
 
     def scope(self, plan: StepPlan | None = None, index: int | None = None) -> Scope:
         """The expression scope of a step (of one element, with ``index``)."""
-        values: dict[str, Any] = {
-            "input": self.state.input,
-            "execution": self.state.execution_view(),
-        }
+        values: dict[str, Any] = {"input": self.state.input}
         if plan is not None and index is not None:
             items = self.state.steps[plan.id].items or []
             values[plan.step.item_name] = items[index]
             values["index"] = index
         if plan is not None and plan.role == "handler" and self.abort is not None:
             values["error"] = self.abort.error.public()
-        return Scope(values, self.state.step_view, lambda: list(self.definition.plans))
+        lazy = {"execution": self.state.execution_view}
+        return Scope(values, self.state.step_view, lambda: list(self.definition.plans), lazy)
 
 
 def payload_bytes(value: Any) -> int:

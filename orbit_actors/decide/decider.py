@@ -67,7 +67,7 @@ def decide_to_fixpoint(
         for event in events:
             apply(state, event)
         batch.extend(events)
-        if settled:
+        if settled or state.finished:
             break
     return batch
 

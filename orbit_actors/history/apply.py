@@ -35,7 +35,8 @@ def apply(state: ExecutionState, event: ev.Event) -> ExecutionState:
         raise HistoryError(f"event {event.type} (seq {event.seq}) follows the run's terminal event")
     _APPLY[event.type](state, event)
     state.last_seq = event.seq
-    state.drop_spent_timers()
+    if state.timers:
+        state.drop_spent_timers()
     return state
 
 

@@ -91,17 +91,20 @@ def compile_expression(source: str) -> Expression:
 
 class Scope:
     """The variables an expression may read, built lazily: only the names an expression
-    references are converted, and of ``steps`` only the entries it names."""
+    references are converted, and of ``steps`` only the entries it names. A name of ``lazy``
+    is computed when an expression reads it (most read none of ``execution``)."""
 
     def __init__(
         self,
         values: Mapping[str, Any],
         step_view: Callable[[str], dict[str, Any]] | None = None,
         step_ids: Callable[[], list[str]] | None = None,
+        lazy: Mapping[str, Callable[[], Any]] | None = None,
     ) -> None:
         self._values = values
         self._step_view = step_view
         self._step_ids = step_ids
+        self._lazy = lazy or {}
 
     def bindings(self, expression: Expression) -> dict[str, Any]:
         """The CEL activation for ``expression``."""
@@ -111,6 +114,8 @@ class Scope:
                 out[name] = self._steps_for(expression)
             elif name in self._values:
                 out[name] = self._values[name]
+            elif name in self._lazy:
+                out[name] = self._lazy[name]()
         return out
 
     def select(self, path: tuple[str, ...]) -> Any:
@@ -125,6 +130,8 @@ class Scope:
             rest = rest[1:]
         elif head in self._values:
             value = self._values[head]
+        elif head in self._lazy:
+            value = self._lazy[head]()
         else:
             raise _NotPlain
         for key in rest:
