@@ -209,10 +209,9 @@ class ExecutionActor:
     async def _next(self) -> Command | None:
         """The next command, None when the state's own wake-up comes first, or
         :data:`_PASSIVATE` when the execution rests and no command came for a while."""
-        try:
-            return self.mailbox.receive_nowait()
-        except trio.WouldBlock:
-            pass
+        mailbox = self.mailbox
+        if len(mailbox) or mailbox.closed:  # no WouldBlock raised and caught per command
+            return mailbox.receive_nowait()
         policy = self.ports.passivation
         if policy is not None:
             rest = self._rest_now()
@@ -222,12 +221,12 @@ class ExecutionActor:
         else:
             wake = next_wakeup(self.state, self.definition)
         if wake is None:  # nothing to wake up for: no cancel scope to keep while waiting
-            return await self.mailbox.receive()
+            return await mailbox.receive()
         clock = self.ports.clock
         if wake <= clock.now_ms():
             return None
         with trio.move_on_at(clock.deadline(wake)):
-            return await self.mailbox.receive()
+            return await mailbox.receive()
         return None
 
     async def _idle(self, wake: int | None, policy: Passivation) -> Command | None:

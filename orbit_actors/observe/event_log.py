@@ -32,23 +32,24 @@ _STEPS = {
     "ExecutionPaused": (logging.INFO, "execution paused"),
     "ExecutionUnpaused": (logging.INFO, "execution unpaused"),
 }
+_LOGGED = {"WorkflowCreated": (logging.INFO, "execution started"), **_FINISHED, **_STEPS}
+"""Every event type that is logged, with its level and message."""
 
 
 def log_batch(state: ExecutionState, batch: Iterable[Event]) -> None:
     """Log the significant events of a durable batch of ``state``."""
     for event in batch:
-        kind = event.type
-        if kind == "WorkflowCreated":
-            _emit(logging.INFO, "execution started", state, run=getattr(event, "run", 1))
-        elif kind in _FINISHED:
-            level, what = _FINISHED[kind]
-            if log.isEnabledFor(level):
-                _emit(level, what, state, code=_code(event), run=state.run)
-        elif kind in _STEPS:
-            level, what = _STEPS[kind]
-            if log.isEnabledFor(level):
-                _emit(level, what, state, step=getattr(event, "step", None),
-                      attempt=getattr(event, "attempt", None), code=_code(event))  # fmt: skip
+        found = _LOGGED.get(event.type)  # most events of a batch are not logged: one look-up
+        if found is None or not log.isEnabledFor(found[0]):
+            continue
+        level, what = found
+        if event.type == "WorkflowCreated":
+            _emit(level, what, state, run=getattr(event, "run", 1))
+        elif event.type in _FINISHED:
+            _emit(level, what, state, code=_code(event), run=state.run)
+        else:
+            _emit(level, what, state, step=getattr(event, "step", None),
+                  attempt=getattr(event, "attempt", None), code=_code(event))  # fmt: skip
 
 
 def _code(event: Event) -> str | None:
@@ -58,8 +59,6 @@ def _code(event: Event) -> str | None:
 
 
 def _emit(level: int, message: str, state: ExecutionState, **fields: Any) -> None:
-    if not log.isEnabledFor(level):
-        return
     orbit = {"execution_id": state.execution_id, "workflow": state.workflow}
     orbit.update({k: v for k, v in fields.items() if v is not None})
     log.log(level, message, extra={"orbit": orbit})

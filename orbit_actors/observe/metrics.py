@@ -156,30 +156,46 @@ class Metrics:
         """Count a durable batch of ``state``'s events."""
         workflow = state.workflow
         for event in batch:
-            kind = event.type
-            if kind in _STEP_OUTCOMES:
-                self.steps.inc(workflow, _STEP_OUTCOMES[kind])
-                if kind in ("StepSucceeded", "StepAttemptFailed"):
-                    self._start_to_close(state, event)
-            elif kind == "StepDispatched":
-                unit = state.units.get(getattr(event, "step", ""))
-                if unit is not None and unit.scheduled_at_ms:
-                    waited = max(0, event.timestamp_ms - unit.scheduled_at_ms) / 1000
-                    self.schedule_to_start.observe(waited, workflow)
-            elif kind == "WorkflowCreated" and getattr(event, "run", 1) == 1:
-                self.started.inc(workflow)
-            elif kind in _FINISHED:
-                self.finished.inc(workflow, _FINISHED[kind])
+            count = _COUNTED.get(event.type)  # one look-up per event (most count nothing)
+            if count is not None:
+                count(self, workflow, state, event)
 
-    def _start_to_close(self, state: ExecutionState, event: Event) -> None:
+    def _step_outcome(self, workflow: str, state: ExecutionState, event: Event) -> None:
+        kind = event.type
+        self.steps.inc(workflow, _STEP_OUTCOMES[kind])
+        if kind not in ("StepSucceeded", "StepAttemptFailed"):
+            return
         unit = state.units.get(getattr(event, "step", ""))
         if unit is not None and unit.dispatched_at_ms is not None:
             took = max(0, event.timestamp_ms - unit.dispatched_at_ms) / 1000
-            self.start_to_close.observe(took, state.workflow)
+            self.start_to_close.observe(took, workflow)
+
+    def _dispatched(self, workflow: str, state: ExecutionState, event: Event) -> None:
+        unit = state.units.get(getattr(event, "step", ""))
+        if unit is not None and unit.scheduled_at_ms:
+            waited = max(0, event.timestamp_ms - unit.scheduled_at_ms) / 1000
+            self.schedule_to_start.observe(waited, workflow)
+
+    def _created(self, workflow: str, state: ExecutionState, event: Event) -> None:
+        if getattr(event, "run", 1) == 1:
+            self.started.inc(workflow)
+
+    def _finished(self, workflow: str, state: ExecutionState, event: Event) -> None:
+        self.finished.inc(workflow, _FINISHED[event.type])
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""
         return generate_latest(self.registry)
+
+
+_Count = Callable[[Metrics, str, ExecutionState, Event], None]
+_COUNTED: dict[str, _Count] = {
+    **dict.fromkeys(_STEP_OUTCOMES, Metrics._step_outcome),
+    "StepDispatched": Metrics._dispatched,
+    "WorkflowCreated": Metrics._created,
+    **dict.fromkeys(_FINISHED, Metrics._finished),
+}
+"""What each counted event type adds to the metrics (a table: the other types cost one look-up)."""
 
 
 class _Accumulated(Collector):

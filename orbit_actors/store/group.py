@@ -200,14 +200,14 @@ class GroupWriter(Generic[C]):
 
     def _serve_batch(self) -> bool:
         """Write one batch; True when the writer should stop."""
-        first = self._queue.get()
+        waiting = self._queue
+        first = waiting.get()
         batch: list[_Request] = [] if first is _STOP else [first]
         stop = first is _STOP
-        while not stop and len(batch) < self._max_batch:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
+        # this thread is the queue's only reader: what empty() saw stays there (no queue.Empty
+        # raised and caught per batch)
+        while not stop and len(batch) < self._max_batch and not waiting.empty():
+            item = waiting.get_nowait()
             if item is _STOP:
                 stop = True
             else:
@@ -260,14 +260,19 @@ class GroupWriter(Generic[C]):
     def _attempt(self, batch: list[_Request]) -> None:
         """Run the batch in one transaction; on any exception it is rolled back."""
         batcher = self._batcher
-        grouped = [r for r in batch if batcher is not None and batcher.accepts(r.work)]
+        grouped: list[Any] = []
+        alone: list[_Request] = []
+        for request in batch:
+            if batcher is not None and batcher.accepts(request.work):
+                grouped.append(request.work)
+            else:
+                alone.append(request)
         conn = self._begun()
         try:
             if grouped and batcher is not None:
-                batcher.run(conn, [r.work for r in grouped])
-            for request in batch:
-                if not (grouped and batcher is not None and batcher.accepts(request.work)):
-                    request.result = request.work(conn)
+                batcher.run(conn, grouped)
+            for request in alone:
+                request.result = request.work(conn)
             self._engine.commit(conn)
         except BaseException:
             self._engine.rollback(conn)

@@ -63,7 +63,7 @@ class Starter:
         self._now_ms = now_ms
         self._limits = limits
         self.flow = FlowStarts(nursery, supervisor, store, load, now_ms)
-        self._starting: dict[str, trio.Event] = {}  # ids being started: set when done
+        self._starting: dict[str, trio.Event | None] = {}  # ids being started: set when done
         self._effective: dict[str, EffectiveLimits] = {}  # by definition hash
 
     async def start(
@@ -81,14 +81,19 @@ class Starter:
         definition = await self._resolve(workflow, version)
         execution_id = execution_id or str(uuid.uuid4())
         pure.check_execution_id(execution_id)
-        while (busy := self._starting.get(execution_id)) is not None:
-            await busy.wait()  # the same id being started: its outcome decides this one
-        done = self._starting[execution_id] = trio.Event()
+        starting = self._starting
+        while execution_id in starting:  # the same id being started: its outcome decides this
+            busy = starting[execution_id]
+            if busy is None:  # the first to wait makes the event (most starts have no twin)
+                busy = starting[execution_id] = trio.Event()
+            await busy.wait()
+        starting[execution_id] = None
         try:
             return await self._start_once(definition, execution_id, input, parent, schedule_id)
         finally:
-            del self._starting[execution_id]
-            done.set()
+            done = starting.pop(execution_id)
+            if done is not None:
+                done.set()
 
     async def _resolve(self, workflow: str, version: str | None) -> CompiledDefinition:
         """The definition to start; one not known here is looked for in the store (another

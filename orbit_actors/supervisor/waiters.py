@@ -7,7 +7,6 @@ fact, not a copy of state to keep in step."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 import trio
@@ -20,12 +19,37 @@ from .loading import Loader
 from .registry import Registry
 
 
-@dataclass(eq=False)
 class _Waiter:
-    """Callers waiting for one execution to finish; ``result`` is its final answer."""
+    """Callers waiting for one execution to finish; ``result`` is its final answer. A list of
+    parked tasks rather than a ``trio.Event``: one is made per waited execution, and the
+    event's parking lot cost more than the rest of the wait's bookkeeping."""
 
-    done: trio.Event = field(default_factory=trio.Event)
-    result: ExecutionResult | None = None
+    __slots__ = ("_tasks", "result")
+
+    def __init__(self) -> None:
+        self.result: ExecutionResult | None = None
+        self._tasks: list[trio.lowlevel.Task] = []
+
+    async def wait(self) -> None:
+        """Until :meth:`finish` (at once if it came already); cancellable."""
+        if self.result is not None:
+            await trio.lowlevel.checkpoint()
+            return
+        task = trio.lowlevel.current_task()
+        self._tasks.append(task)
+
+        def abort(raise_cancel: object) -> trio.lowlevel.Abort:
+            self._tasks.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def finish(self, result: ExecutionResult) -> None:
+        """The execution ended with ``result``: wake every waiting caller."""
+        self.result = result
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            trio.lowlevel.reschedule(task)
 
 
 T = TypeVar("T")
@@ -73,7 +97,7 @@ class Waiters:
                 state, definition = await self._load(execution_id)
                 return result_of(state, definition, row)
         with trio.move_on_after(timeout):
-            await waiter.done.wait()
+            await waiter.wait()
         if waiter.result is None:
             raise WaitTimeoutError(
                 f"execution `{execution_id}` is still running after {timeout:g} s"
@@ -93,8 +117,7 @@ class Waiters:
         _keep(self._states, state.execution_id, (state, definition), self._keep_states)
         waiter = self.pending.pop(state.execution_id, None)
         if waiter is not None:
-            waiter.result = result
-            waiter.done.set()
+            waiter.finish(result)
 
     def forget(self, execution_ids: list[str]) -> None:
         """The executions were purged or run again (a rerun): what was kept of their end is gone."""

@@ -70,6 +70,8 @@ def test_a_full_disk_answers_storage_error_and_serving_resumes_once_space_is_fre
         with server.client() as client:
             client.deploy(PADDED)
         workers.append(WorkerProcess(server, "w", env={"E2E_CONCURRENCY": "32"}))
+        with server.client() as client:  # the held tasks must reach it before the disk fills
+            wait_until(lambda: any(w.online for w in client.workers()), what="the worker")
         held, open_gate = tmp_path / "held", tmp_path / "open"
         open_gate.touch()
         acknowledged = [f"held-{n}" for n in range(HELD)]

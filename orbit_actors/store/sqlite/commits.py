@@ -13,6 +13,7 @@ commit; what a rolled-back transaction staged is forgotten.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from typing import Any, NamedTuple
 
@@ -181,11 +182,17 @@ def insert_rows(conn: sqlite3.Connection, template: str, rows: list[tuple[Any, .
         return
     width = len(rows[0])
     per_statement = max(1, _MAX_VARIABLES // width)
-    placeholder = "(" + ", ".join("?" * width) + ")"
     for start in range(0, len(rows), per_statement):
         chunk = rows[start : start + per_statement]
-        sql = template.format(rows=", ".join([placeholder] * len(chunk)))
-        conn.execute(sql, [value for row in chunk for value in row])
+        conn.execute(_statement(template, width, len(chunk)), [v for row in chunk for v in row])
+
+
+@functools.lru_cache(maxsize=64)
+def _statement(template: str, width: int, count: int) -> str:
+    """``template`` with ``count`` rows of ``width`` placeholders (built once per shape: a
+    batch of one commit, the common case, asks for the same few every time)."""
+    placeholder = "(" + ", ".join("?" * width) + ")"
+    return template.format(rows=", ".join([placeholder] * count))
 
 
 def _segment(segment_id: int, prev: int | None, work: CommitWork) -> tuple[Any, ...]:
