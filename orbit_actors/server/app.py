@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .. import console
+from ..api import models as m
 from ..errors import (
     InvalidRequestError,
     OrbitError,
@@ -30,7 +31,6 @@ from ..http.application import ServerSocket
 from ..http.http1 import Request, Response
 from ..ir.jsontext import TooDeepError, check_depth, compact_json
 from ..runtime import Runtime
-from ..api import models as m
 from .api import ENDPOINTS, Call, Endpoint
 from .auth import Credentials
 from .gateway import serve_connection
