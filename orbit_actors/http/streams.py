@@ -5,6 +5,7 @@ sending on without losing the last answer."""
 from __future__ import annotations
 
 import math
+from types import TracebackType
 
 import trio
 
@@ -38,6 +39,34 @@ async def linger(stream: trio.abc.Stream) -> None:
             drained += len(data)
 
 
+class SendLock:
+    """A FIFO lock around one stream's writes that takes no checkpoint when it is free (the
+    write under it checkpoints anyway). ``trio.StrictFIFOLock`` yields to the scheduler on
+    every acquisition, free or not: a task switch for each frame sent to a worker. A task that
+    waits is handed the lock by the one that releases it, in the order they came."""
+
+    def __init__(self) -> None:
+        self._held = False
+        self._waiting = trio.lowlevel.ParkingLot()
+
+    async def __aenter__(self) -> None:
+        if self._held:
+            await self._waiting.park()  # woken holding it (handed over by __aexit__)
+        else:
+            self._held = True
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._waiting:
+            self._waiting.unpark()  # the first waiter holds it now
+        else:
+            self._held = False
+
+
 WRITE_PIECE = 65536
 """A write's progress is judged piece by piece: each piece must leave within the timeout."""
 
@@ -65,23 +94,28 @@ class Deadline:
         if deadline != self._wait_by:
             self._wait_by = self.scope.deadline = deadline
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, *, restore: bool = True) -> None:
         """Write ``data`` (writes are serialized by their callers); the wait's deadline is
-        restored after it."""
+        restored after it, or, with ``restore`` False, left to the caller's next
+        :meth:`expect` (one deadline move fewer per answer), the write's own deadline and phase
+        holding until then."""
         phase, scope = self.phase, self.scope
         self.phase = "write"
         try:
             if len(data) <= WRITE_PIECE:
                 scope.deadline = trio.current_time() + self._write_timeout
                 await self.stream.send_all(data)
-                return
-            view = memoryview(data)
-            for start in range(0, len(view), WRITE_PIECE):
-                scope.deadline = trio.current_time() + self._write_timeout  # pushed on progress
-                await self.stream.send_all(view[start : start + WRITE_PIECE])
+            else:
+                view = memoryview(data)
+                for start in range(0, len(view), WRITE_PIECE):
+                    scope.deadline = trio.current_time() + self._write_timeout  # on progress
+                    await self.stream.send_all(view[start : start + WRITE_PIECE])
         finally:
-            self.phase = phase
-            scope.deadline = self._wait_by
+            if restore:
+                self.phase = phase
+                scope.deadline = self._wait_by
+            else:
+                self._wait_by = scope.deadline
 
     def stall(self) -> None:
         """End the connection as a stalled write does (a shut HTTP/2 window, say)."""

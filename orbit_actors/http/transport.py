@@ -376,8 +376,11 @@ class Server:
     async def _answer(
         self, out: Deadline, response: Response, *, close: bool, with_body: bool = True
     ) -> None:
+        """Send ``response``; on a connection that goes on, the next request's wait sets the
+        deadline (so the write's is not restored first)."""
         await out.send(
-            encode_response(response, date=self._date.now(), close=close, with_body=with_body)
+            encode_response(response, date=self._date.now(), close=close, with_body=with_body),
+            restore=close,
         )
 
     async def _upgrade(self, out: Deadline, request: Request, leftover: bytes) -> None:

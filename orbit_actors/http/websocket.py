@@ -17,7 +17,7 @@ import trio
 from . import frames
 from .frames import CLOSE, Close, FrameReader, Ping, ProtocolViolation
 from .http1 import Request
-from .streams import Deadline, receive_or_end
+from .streams import Deadline, SendLock, receive_or_end
 
 if TYPE_CHECKING:
     from .application import Limits
@@ -45,7 +45,7 @@ class WebSocket:
         self._handshake = frames.accept_handshake(request.headers)
         self._reader = FrameReader(limits.max_message_bytes, limits.max_fragments)
         self._reader.feed(leftover)
-        self._send_lock = trio.StrictFIFOLock()
+        self._send_lock = SendLock()
         self._closed = False  # a close frame was sent, or the stream is gone
         self._peer_done = False  # the client's close frame or end of stream was received
         self.accepted = False

@@ -123,8 +123,8 @@ async def start_execution(call: Call) -> Answer:
         except WaitTimeoutError:
             started.update(status="running", output=None, error=None)
         else:
-            outcome = result.model_dump(mode="json", include=_OUTCOME)  # only what is sent
-            started.update({key: outcome[key] for key in ("status", "output", "error")})
+            # only what is sent, in the model's order: status, output, error
+            started.update(result.model_dump(mode="json", include=_OUTCOME))
     return (201 if created else 200), started
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .. import console
+from ..api import models as m
 from ..errors import (
     InvalidRequestError,
     OrbitError,
@@ -220,6 +221,9 @@ def _refusal(credentials: Credentials, path: str, authorization: str | None) -> 
 
 
 def _endpoint_route(state: AppState, endpoint: Endpoint) -> Route:
+    queries = _Queries()
+    for_workers = _is_worker_path(endpoint.path)
+
     async def route(request: Request, params: dict[str, str]) -> Response:
         runtime = state.runtime
         if runtime is None:
@@ -228,10 +232,10 @@ def _endpoint_route(state: AppState, endpoint: Endpoint) -> Route:
             )
         try:
             call = Call(runtime, params, content_type=request.content_type)
-            if _is_worker_path(request.path):
+            if for_workers:
                 worker = state.credentials.worker(request.headers.get("authorization"))
                 call.worker_id = worker.worker_id if worker is not None else None
-            call.query = _validated(endpoint.query, request.query, "query")
+            call.query = queries.validated(endpoint.query, request.query)
             if endpoint.raw_body:
                 call.body = _text_body(request.body)
             elif endpoint.body is not None:
@@ -253,12 +257,27 @@ def _text_body(data: bytes) -> str:
         raise InvalidRequestError("the body is not UTF-8 text") from None
 
 
+_ONE_PASS_BODIES: frozenset[type[BaseModel]] = frozenset({m.StartExecution})
+"""Bodies whose fields are text, ``Any`` and null only: for them pydantic's strict JSON
+validation takes exactly what ``json.loads`` then strict validation takes (strict JSON mode
+differs only for types JSON has no literal of: dates, enums, tuples, bytes), so a start's body
+is parsed and validated in one pass; anything that pass refuses (a lone surrogate escape,
+which ``json.loads`` keeps, included) goes the two-step way, which words the refusal."""
+
+
 def _validated_body(model: type[BaseModel], data: bytes) -> Any:
     """The body as ``model``: an empty body is ``{}``; otherwise its JSON, validated strictly
     (``0`` is not a boolean, ``"1"`` not a number, ``null`` not an object), so that the body
     the server takes is the body the OpenAPI document describes."""
     if not data.strip():
         return _validated(model, {}, "body")
+    if model in _ONE_PASS_BODIES:
+        text = _text_body(data)
+        try:
+            check_depth(text)
+            return model.model_validate_json(text, strict=True)
+        except (TooDeepError, ValidationError):
+            pass  # refused below, in words
     parsed = _json_body(data)
     try:
         return model.model_validate(parsed, strict=True)
@@ -286,6 +305,34 @@ def _validated(model: type[BaseModel] | None, data: Any, where: str) -> Any:
         return model.model_validate(data)
     except ValidationError as exc:
         raise InvalidRequestError(_describe(exc, where)) from None
+
+
+_QUERIES_KEPT = 256
+_QUERY_KEPT_CHARS = 256  # a longer query is validated each time, never kept
+
+
+class _Queries:
+    """Validated queries by their text, per query model: clients send the same few queries
+    (``wait=60``) again and again, and the models are never changed once built. At most
+    :data:`_QUERIES_KEPT` short ones are kept (then the memo starts over); refusals are not
+    kept."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[type[BaseModel], tuple[tuple[str, str], ...]], Any] = {}
+
+    def validated(self, model: type[BaseModel] | None, query: dict[str, str]) -> Any:
+        """``query`` as ``model`` (None without a model), raising as :func:`_validated`."""
+        if model is None:
+            return None
+        key = (model, tuple(query.items()))
+        found = self._kept.get(key)
+        if found is None:
+            found = _validated(model, query, "query")
+            if sum(map(len, query.values())) + sum(map(len, query)) <= _QUERY_KEPT_CHARS:
+                if len(self._kept) >= _QUERIES_KEPT:
+                    self._kept.clear()
+                self._kept[key] = found
+        return found
 
 
 def _describe(exc: ValidationError, where: str) -> str:
