@@ -239,9 +239,18 @@ async def raw_server(script: Script) -> AsyncIterator[str]:
 
 
 async def closed_by(script: Script, **options: float) -> WebSocketClosedError:
-    """Connect to a server running ``script`` and receive until the socket closes."""
+    """Connect to a server running ``script`` and receive until the socket closes; returns
+    once the script has finished too (it may still be reading what the client sent)."""
+    finished = trio.Event()
+
+    async def run(peer: Peer) -> None:
+        try:
+            await script(peer)
+        finally:
+            finished.set()
+
     with trio.fail_after(GUARD):
-        async with raw_server(script) as url:
+        async with raw_server(run) as url:
             ws: ClientWebSocket = await connect_websocket(url, **options)  # type: ignore[arg-type]
             try:
                 with pytest.raises(WebSocketClosedError) as raised:
@@ -249,6 +258,7 @@ async def closed_by(script: Script, **options: float) -> WebSocketClosedError:
                         await ws.receive()
             finally:
                 await ws.aclose()
+            await finished.wait()
     return raised.value
 
 
