@@ -263,7 +263,9 @@ def _wire(
         store=store, clock=clock, instance_id=instance_id, pool=pool, adopt=sessions.adopt,
         cancel_tokens=cancel_tokens,
         start_child=lambda parent, unit: starter.start_child(parent, unit),
-        cancel_child=lambda child_id, reason: starter.cancel_child(child_id, reason),
+        cancel_child=lambda child_id, reason: router.tell(
+            child_id, fw.CancelCommand(reason=reason)
+        ),
         terminate_child=lambda child_id, reason: router.tell(
             child_id, fw.TerminateCommand(reason=reason)
         ),
@@ -302,6 +304,7 @@ def _wire(
     router.routes = routes(
         registry, supervisor.resume, wait, sharing or Remote(),
         starter.flow.cancel_queued,
+        terminate_queued=starter.flow.terminate_queued,
         migrate=migrate_here(definitions, registry),
     )  # fmt: skip
     batches = Batches(

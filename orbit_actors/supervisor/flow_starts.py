@@ -26,6 +26,7 @@ from ..history.events import (
     WorkflowCancelled,
     WorkflowCreated,
     WorkflowStarted,
+    WorkflowTerminated,
 )
 from ..ir.flow import ConcurrencyPlan
 from ..ir.plan import CompiledDefinition
@@ -151,6 +152,25 @@ class FlowStarts:
     async def cancel_queued(self, execution_id: str, reason: str) -> None:
         """Cancel a queued execution: it ends ``cancelled`` without having started, and its
         place in the queue is given up (in the same commit)."""
+
+        def cancelled(now: int) -> list[Event]:
+            return [
+                CancelRequested(seq=2, timestamp_ms=now, reason=reason),
+                WorkflowCancelled(seq=3, timestamp_ms=now, reason=reason),
+            ]
+
+        await self._end_queued(execution_id, cancelled)
+
+    async def terminate_queued(self, execution_id: str, reason: str) -> None:
+        """Terminate a queued execution: it ends ``terminated`` at once without having
+        started, and its place in the queue is given up (in the same commit)."""
+        await self._end_queued(
+            execution_id, lambda now: [WorkflowTerminated(seq=2, timestamp_ms=now, reason=reason)]
+        )
+
+    async def _end_queued(self, execution_id: str, ending: Callable[[int], list[Event]]) -> None:
+        """Commit ``ending(now)`` after a queued execution's ``WorkflowCreated``; raises
+        ExecutionQueuedError when it was promoted meanwhile (its actor takes the command)."""
         history = await self._store.history(execution_id)
         created = history[0] if history else None
         if not isinstance(created, WorkflowCreated) or created.flow is None:
@@ -158,25 +178,23 @@ class FlowStarts:
         key = created.flow.key or ""
         lock = self._promoting.setdefault(key, trio.Lock())
         try:
-            await self._cancel_queued(execution_id, reason, lock)
+            async with lock:  # not while this server promotes it
+                await self._end_queued_locked(execution_id, ending)
         finally:
             self._done_with(key, lock)
 
-    async def _cancel_queued(self, execution_id: str, reason: str, lock: trio.Lock) -> None:
-        async with lock:  # not while this server promotes it
-            history = await self._store.history(execution_id)
-            state, definition = await self._load.with_history(execution_id, history)
-            if state.started or state.finished:
-                raise ExecutionQueuedError(execution_id)  # promoted meanwhile: try again
-            now = self._now_ms()
-            ended: list[Event] = [
-                CancelRequested(seq=2, timestamp_ms=now, reason=reason),
-                WorkflowCancelled(seq=3, timestamp_ms=now, reason=reason),
-            ]
-            final = replay([*history, *ended])
-            row = row_of(final)
-            row.started_at_ms, row.busy = history[0].timestamp_ms, False
-            await self._store.commit(Commit(row, ended))
+    async def _end_queued_locked(
+        self, execution_id: str, ending: Callable[[int], list[Event]]
+    ) -> None:
+        history = await self._store.history(execution_id)
+        state, definition = await self._load.with_history(execution_id, history)
+        if state.started or state.finished:
+            raise ExecutionQueuedError(execution_id)  # promoted meanwhile: try again
+        ended = ending(self._now_ms())
+        final = replay([*history, *ended])
+        row = row_of(final)
+        row.started_at_ms, row.busy = history[0].timestamp_ms, False
+        await self._store.commit(Commit(row, ended))
         self._supervisor.finished(final, definition)
 
     async def _promote_one(self, key: str, limit: int | None) -> bool:

@@ -178,10 +178,12 @@ def routes(
     remote: Remote,
     cancel_queued: Callable[[str, str], Awaitable[None]] | None = None,
     *,
+    terminate_queued: Callable[[str, str], Awaitable[None]] | None = None,
     migrate: Here = _no_migration,
 ) -> dict[type[Any], Route]:
     """The table of every forwarded command: how it is carried out here and its answer's type
-    (``cancel_queued`` ends an execution queued for a concurrency slot, which has no actor;
+    (``cancel_queued`` and ``terminate_queued`` end an execution queued for a concurrency slot,
+    which has no actor;
     ``migrate``: :func:`~.migration.migrate_here`, which needs the definitions)."""
 
     async def signal(i: str, c: fw.SignalCommand) -> int:
@@ -189,15 +191,25 @@ def routes(
         return seq
 
     async def cancel(i: str, c: fw.CancelCommand) -> None:
-        try:
-            await registry.request(i, cmd.RequestCancel(c.reason, reply=Reply()))
-        except ExecutionQueuedError:
-            if cancel_queued is None:
-                raise
-            await cancel_queued(i, c.reason)
+        await _here_or_queued(i, cmd.RequestCancel(c.reason, reply=Reply()), cancel_queued)
 
     async def terminate(i: str, c: fw.TerminateCommand) -> None:
-        await registry.request(i, cmd.Terminate(c.reason, reply=Reply()))
+        await _here_or_queued(i, cmd.Terminate(c.reason, reply=Reply()), terminate_queued)
+
+    async def _here_or_queued(
+        i: str, command: cmd.RequestCancel | cmd.Terminate,
+        queued: Callable[[str, str], Awaitable[None]] | None,
+    ) -> None:  # fmt: skip
+        """``command`` to the execution's actor, or ``queued`` when it waits for a slot."""
+        try:
+            await registry.request(i, command)
+        except ExecutionQueuedError:
+            if queued is None:
+                raise
+            try:
+                await queued(i, command.reason)
+            except ExecutionQueuedError:  # promoted meanwhile: its actor takes the command
+                await registry.request(i, command)
 
     async def pause(i: str, c: fw.PauseCommand) -> None:
         await registry.request(i, cmd.Pause(c.reason, reply=Reply()))

@@ -31,7 +31,7 @@ from ..history.apply import replay
 from ..history.events import EffectiveLimits, Event, ParentRef, WorkflowCreated
 from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
-from ..store.base import AlreadyStored, ExecutionRow, Store
+from ..store.base import TERMINAL_STATUSES, AlreadyStored, ExecutionRow, Store
 from ..store.definitions import DefinitionRegistry
 from .flow_starts import FlowStarts
 from .loading import Loader
@@ -175,8 +175,8 @@ class Starter:
             failed = cmd.ChildNotStarted(invocation.key, child_id, exc.message)
             self._registry.tell(parent.execution_id, failed)
             return
-        row = await self._store.execution(child_id)
-        if row is not None and row.status != "running" and child_id not in self._registry:
+        row = await self._store.execution(child_id)  # a queued child's end comes when it ends
+        if row is not None and row.status in TERMINAL_STATUSES and child_id not in self._registry:
             state, _ = await self._load(child_id)
             self._registry.tell_child_ended(state)
 
@@ -186,10 +186,6 @@ class Starter:
             if found is not None:
                 return found
         return self._definitions.resolve(invocation.workflow, invocation.version)
-
-    def cancel_child(self, child_id: str, reason: str) -> None:
-        """Cancel a child the parent no longer waits for."""
-        self._nursery.start_soon(self._registry.cancel_quietly, child_id, reason)
 
     # -- schedules --------------------------------------------------------------------------
     def check_target(self, spec: ScheduleSpec) -> None:

@@ -245,3 +245,46 @@ flow: {concurrency: {key: '${input.customer}', limit: 1}}
 tasks: {nap: {version: "1"}}
 steps: [{id: a, task: nap, input: {seconds: 1}}]
 """
+
+
+CHILD_OF_ONE = (
+    SINGLE.replace("ON_FULL", "queue").replace("workflow: single", "workflow: kid")
+    + 'output: {got: "${steps.wait.output}"}\n'
+)
+PARENT = """
+workflow: mom
+version: 1.0.0
+workflows: {kid: {version: 1.0.0}}
+steps: [{id: c, workflow: kid, input: {customer: one}}]
+output: {child: "${steps.c.output}"}
+"""
+
+
+def test_a_parent_waits_for_its_queued_child_and_drops_it_when_terminated(tmp_path: Path) -> None:
+    """A child queued behind its key's only slot: its parent waits for it, not failing, and
+    takes its output once it started and ended; a terminated parent terminates its queued
+    child without starting it."""
+    server = ServerProcess(tmp_path).start()
+    client = server.client()
+    try:
+        client.deploy(CHILD_OF_ONE)
+        client.deploy(PARENT)
+        client.start("kid", input={"customer": "one"}, execution_id="busy")
+        for parent in ("m1", "m2"):
+            client.start("mom", execution_id=parent)
+            wait_until(lambda p=parent: _status(client, f"{p}.c") == "queued", what="queued")
+        client.signal("busy", "done", 1)  # m1.c takes the slot; m2.c waits behind it
+        wait_until(lambda: _status(client, "m1.c") == "running", what="the child's start")
+        assert client.describe("m1").status == "running"
+        client.terminate("m2", reason="stop")
+        assert client.wait("m2.c", timeout=30).status == "terminated"
+        assert [e["type"] for e in client.history("m2.c").events] == [
+            "WorkflowCreated",
+            "WorkflowTerminated",
+        ]
+        client.signal("m1.c", "done", 2)
+        finished = client.wait("m1", timeout=30)
+        assert (finished.status, finished.output) == ("completed", {"child": {"got": 2}})
+    finally:
+        client.close()
+        server.stop()

@@ -42,6 +42,10 @@ _READDRESS = (
     "NOT EXISTS (SELECT 1 FROM servers s WHERE s.epoch = to_epoch) RETURNING message_id) "
     "SELECT message_id, pg_notify(%s, message_id) FROM moved"
 )
+_FORGOTTEN = (  # taken and never to be collected: their sender was taken over
+    "DELETE FROM inbox WHERE claimed AND NOT EXISTS (SELECT 1 FROM servers s WHERE "
+    "s.epoch = from_epoch)"
+)
 _SERVERS = (
     f"SELECT s.server_id, s.address, s.host, s.pid, s.started_at_ms, s.renewed_at_ms, "
     f"s.lease_until_ms, s.lease_until_ms >= {NOW_MS}, "
@@ -91,8 +95,10 @@ def leave(conn: Conn, epoch: int) -> None:
 def take_over(conn: Conn, server_id: str, epoch: int, orphans: bool) -> Takeover:
     """In one transaction: remove the servers whose lease expired, claim their running
     executions (with ``orphans``, every running execution no member owns), readdress the inbox
-    messages nobody took to this server, release their unfired schedule claims, take their
-    units of the shared queue, and tell every server which servers were taken over."""
+    messages nobody took to this server, delete those taken whose sender is gone (nobody will
+    collect them; one not taken yet is still carried out: an offer among them holds a unit),
+    release their unfired schedule claims, take their units of the shared queue, and tell
+    every server which servers were taken over."""
     with conn.transaction():
         dead = conn.execute(_EXPIRED).fetchall()
         if not dead and not orphans:
@@ -103,6 +109,7 @@ def take_over(conn: Conn, server_id: str, epoch: int, orphans: bool) -> Takeover
         else:
             rows = conn.execute(_CLAIM, (server_id, epoch, epochs)).fetchall()
         moved = conn.execute(_READDRESS, (epoch, inbox_channel(epoch))).fetchall()
+        conn.execute(_FORGOTTEN)
         conn.execute(
             "DELETE FROM schedule_claims WHERE execution_id IS NULL AND owner = ANY(%s)", (names,)
         )
