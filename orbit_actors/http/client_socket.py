@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import trio
 
 from . import frames
+from .client_direct import DirectSocket
 from .frames import CLOSE, PONG, TEXT, Close, FrameReader, MaskKeys, Ping, ProtocolViolation
 
 READ_CHUNK = 65536
@@ -66,6 +67,7 @@ class ClientWebSocket:
         close_timeout: float,
     ) -> None:  # fmt: skip
         self._stream = stream
+        self._direct = DirectSocket.of(stream)  # plain TCP: no trio wrapper per read or write
         self._reader = reader
         self.subprotocol = subprotocol
         """The subprotocol the server picked, or None."""
@@ -155,8 +157,12 @@ class ClientWebSocket:
                 self._peer_done.set()
 
     async def _feed(self) -> None:
+        data: bytes | bytearray
         try:
-            data = await self._stream.receive_some(READ_CHUNK)
+            if self._direct is not None:
+                data = await self._direct.receive_some(READ_CHUNK)
+            else:
+                data = await self._stream.receive_some(READ_CHUNK)
         except _STREAM_GONE:
             data = b""
         if data:
@@ -202,9 +208,16 @@ class ClientWebSocket:
             await self._write(frames.encode_masked_frame(CLOSE, payload, self._keys.next()))
 
     async def _write(self, frame: bytes) -> None:
-        """Write ``frame``, with whatever other frames are queued while a write is under way."""
+        """Write ``frame``, with whatever other frames are queued while a write is under way.
+        On a plain socket with no write under way, what the socket takes at once is written
+        right here (a checkpoint only for cancellation); the rest, if any, waits as usual."""
         if self._stream_closed:
             raise self._error()
+        if self._direct is not None and not self._writing:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            frame = self._write_now(self._direct, frame)
+            if not frame:
+                return
         self._pending.append(frame)
         batch = self._batch
         if self._writing:
@@ -221,12 +234,24 @@ class ClientWebSocket:
         if batch.failed:
             raise self._error()
 
+    @staticmethod
+    def _write_now(direct: DirectSocket, frame: bytes) -> bytes:
+        """What of ``frame`` the socket did not take at once (all of it when the socket broke:
+        the usual path meets the break again, and reports it)."""
+        try:
+            return frame[direct.send_now(frame) :]
+        except _STREAM_GONE:
+            return frame
+
     async def _write_batch(self) -> None:
         data = b"".join(self._pending) if len(self._pending) > 1 else self._pending[0]
         self._pending.clear()
         batch, self._batch = self._batch, _Batch()
         try:
-            await self._stream.send_all(data)
+            if self._direct is not None:
+                await self._direct.send_all(data)
+            else:
+                await self._stream.send_all(data)
         except BaseException as exc:  # broken, or cancelled mid-write: the stream is unusable
             self._closed = self._closed or CloseReason(LOST, "the connection broke while sending")
             self._stream_closed = True

@@ -64,12 +64,17 @@ class TaskContext:
 
     @classmethod
     def of(cls, task: Any) -> TaskContext:
-        """The context of a pushed task message (every field but ``input`` carries over)."""
-        return cls(*_CONTEXT_FIELDS(task))
+        """The context of a pushed task message (every field but ``input`` carries over).
+        Filled in through ``__dict__``: the frozen ``__init__`` sets each field with
+        ``object.__setattr__`` and cost twice as much; the result is the same object."""
+        ctx = object.__new__(cls)
+        ctx.__dict__.update(zip(_CONTEXT_NAMES, _CONTEXT_FIELDS(task), strict=True))
+        return ctx
 
 
 # Read once: ``dataclasses.fields`` per task cost more than building the context.
-_CONTEXT_FIELDS = operator.attrgetter(*(f.name for f in fields(TaskContext)))
+_CONTEXT_NAMES = tuple(f.name for f in fields(TaskContext))
+_CONTEXT_FIELDS = operator.attrgetter(*_CONTEXT_NAMES)
 
 
 @dataclass
@@ -110,6 +115,16 @@ class TaskFunction:
 
     async def run(self, ctx: TaskContext, raw_input: Any) -> dict[str, Any]:
         """Run once; returns ``{"output": …}`` or ``{"error": …}``."""
+        return await self._call(raw_input, ctx, ctx)
+
+    async def run_pushed(self, task: Any) -> dict[str, Any]:
+        """:meth:`run` for a pushed task message, whose :class:`TaskContext` is built only when
+        the function takes one."""
+        return await self._call(task.input, TaskContext.of(task) if self.takes_context else None,
+                                task)  # fmt: skip
+
+    async def _call(self, raw_input: Any, ctx: TaskContext | None, about: Any) -> dict[str, Any]:
+        """Run once; ``about`` (the context, or the task message) names the task in logs."""
         try:
             value = self._input(raw_input)
         except ValidationError as exc:
@@ -126,8 +141,8 @@ class TaskFunction:
         except TaskFailed as exc:
             return {"error": exc.to_error()}
         except Exception as exc:
-            logs.task_raised(f"{self.name}@{self.version}", ctx.execution_id, ctx.step_id,
-                             ctx.attempt)  # fmt: skip
+            logs.task_raised(f"{self.name}@{self.version}", about.execution_id, about.step_id,
+                             about.attempt)  # fmt: skip
             return {"error": _unexpected(exc)}
 
     def _input(self, raw: Any) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import trio
 import trustme
+from trio.testing import wait_all_tasks_blocked
 
 from orbit_actors.http import (
     ClientWebSocket,
@@ -107,6 +108,40 @@ async def test_many_tasks_sending_at_once_each_get_their_message_through_whole()
     assert all(m["pad"] == "p" * (m["n"] * 37) for m in got)
 
 
+async def test_a_send_from_a_cancelled_scope_raises_cancelled_and_sends_nothing() -> None:
+    with trio.fail_after(GUARD):
+        async with orbit_server() as base, open_websocket(f"{base}/ws") as ws:
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await ws.send("never")
+            assert scope.cancelled_caught
+            await ws.send("after")
+            assert await ws.receive() == "after"
+
+
+async def test_a_message_larger_than_the_socket_takes_at_once_is_sent_whole_while_others_wait() -> (
+    None
+):
+    big = "b" * 3_000_000  # over what a fresh loopback socket takes at once: the write waits
+
+    async def receive_two(ws: ClientWebSocket, got: list[str]) -> None:
+        got.append(await ws.receive())
+        got.append(await ws.receive())
+
+    got: list[str] = []
+    with trio.fail_after(GUARD):
+        async with (
+            orbit_server() as base,
+            open_websocket(f"{base}/ws", max_message_bytes=LIMIT) as ws,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(receive_two, ws, got)
+            nursery.start_soon(ws.send, big)
+            await wait_all_tasks_blocked()
+            await ws.send("small")
+    assert got == [big, "small"]
+
+
 async def test_the_bearer_header_reaches_the_server() -> None:
     with trio.fail_after(GUARD):
         async with orbit_server() as base:
@@ -150,7 +185,7 @@ async def test_closing_while_another_task_receives_ends_both_without_waiting_the
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(receive)
-                await trio.testing.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
                 with pytest.raises(trio.BusyResourceError):
                     await ws.receive()
                 await ws.aclose(1001, "going away")
@@ -239,9 +274,18 @@ async def raw_server(script: Script) -> AsyncIterator[str]:
 
 
 async def closed_by(script: Script, **options: float) -> WebSocketClosedError:
-    """Connect to a server running ``script`` and receive until the socket closes."""
+    """Connect to a server running ``script`` and receive until the socket closes; returns
+    once the script has finished too (it may still be reading what the client sent)."""
+    finished = trio.Event()
+
+    async def run(peer: Peer) -> None:
+        try:
+            await script(peer)
+        finally:
+            finished.set()
+
     with trio.fail_after(GUARD):
-        async with raw_server(script) as url:
+        async with raw_server(run) as url:
             ws: ClientWebSocket = await connect_websocket(url, **options)  # type: ignore[arg-type]
             try:
                 with pytest.raises(WebSocketClosedError) as raised:
@@ -249,6 +293,7 @@ async def closed_by(script: Script, **options: float) -> WebSocketClosedError:
                         await ws.receive()
             finally:
                 await ws.aclose()
+            await finished.wait()
     return raised.value
 
 
