@@ -13,6 +13,9 @@ What it promises:
   server broke.
 - **Concurrency.** One task receives while any number send. Sends that arrive while a write is
   under way leave together in the next write, each sender returning once its frame is written.
+  :meth:`ClientWebSocket.send_nowait` queues a message without waiting: it leaves with the next
+  write, at the latest the one the receiving task makes before it next reads, so what the
+  receiving task answers to the messages of one read leaves in one write.
 """
 
 from __future__ import annotations
@@ -95,6 +98,14 @@ class ClientWebSocket:
         payload = message.encode("utf-8")
         await self._write(frames.encode_masked_frame(TEXT, payload, self._keys.next()))
 
+    def send_nowait(self, message: str) -> None:
+        """Queue one text message to leave with the next write (see the module's promises);
+        :class:`WebSocketClosedError` once closed (or closing)."""
+        if self._close_sent or self._closed is not None:
+            raise self._error()
+        payload = message.encode("utf-8")
+        self._pending.append(frames.encode_masked_frame(TEXT, payload, self._keys.next()))
+
     async def receive(self) -> str:
         """The next whole text message; :class:`WebSocketClosedError` once closed. One task at
         a time (another raises ``trio.BusyResourceError``)."""
@@ -157,6 +168,11 @@ class ClientWebSocket:
                 self._peer_done.set()
 
     async def _feed(self) -> None:
+        if self._pending and not self._writing:  # what send_nowait queued leaves first
+            with contextlib.suppress(WebSocketClosedError):
+                await self._write_pending()
+            if self._peer_done.is_set():
+                return  # the write found the connection broken
         data: bytes | bytearray
         try:
             if self._direct is not None:
@@ -215,11 +231,18 @@ class ClientWebSocket:
             raise self._error()
         if self._direct is not None and not self._writing:
             await trio.lowlevel.checkpoint_if_cancelled()
-            frame = self._write_now(self._direct, frame)
-            if not frame:
-                return
         self._pending.append(frame)
+        await self._write_pending()
+
+    async def _write_pending(self) -> None:
+        """Write the queued frames, with whatever is queued while the write is under way (or
+        wait for the write under way to take them)."""
         batch = self._batch
+        if self._direct is not None and not self._writing:
+            rest = self._write_now(self._direct, self._joined())
+            if not rest:
+                return
+            self._pending.append(rest)
         if self._writing:
             await batch.done.wait()
             if batch.failed:
@@ -243,9 +266,14 @@ class ClientWebSocket:
         except _STREAM_GONE:
             return frame
 
-    async def _write_batch(self) -> None:
+    def _joined(self) -> bytes:
+        """The queued frames, taken out of the queue."""
         data = b"".join(self._pending) if len(self._pending) > 1 else self._pending[0]
         self._pending.clear()
+        return data
+
+    async def _write_batch(self) -> None:
+        data = self._joined()
         batch, self._batch = self._batch, _Batch()
         try:
             if self._direct is not None:

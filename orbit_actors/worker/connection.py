@@ -36,6 +36,12 @@ class Connection(Protocol):
         """Send one text message; :data:`ConnectionClosed` once closed."""
         ...
 
+    def send_nowait(self, message: str) -> None:
+        """Queue one text message without waiting: it leaves with the next write (the next
+        :meth:`send`'s, or the one made before the receiving task next reads);
+        :data:`ConnectionClosed` once closed."""
+        ...
+
     async def receive(self) -> str:
         """The next text message; :data:`ConnectionClosed` once closed."""
         ...

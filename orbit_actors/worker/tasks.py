@@ -3,9 +3,12 @@ type hints with pydantic, failures turned into the protocol's ``error`` object."
 
 from __future__ import annotations
 
+import contextvars
+import dis
 import inspect
 import operator
 import traceback
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints
@@ -90,9 +93,12 @@ class TaskFunction:
     input_adapter: TypeAdapter[Any] | None
     output_adapter: TypeAdapter[Any] | None
     is_async: bool = field(init=False)
+    runs_at_once: bool = field(init=False)
+    """An ``async def`` that never suspends (see :meth:`run_now`)."""
 
     def __post_init__(self) -> None:
         self.is_async = inspect.iscoroutinefunction(self.function)
+        self.runs_at_once = _never_suspends(self.function)
 
     @classmethod
     def wrap(cls, name: str, version: str, function: Callable[..., Any]) -> TaskFunction:
@@ -123,6 +129,19 @@ class TaskFunction:
         return await self._call(task.input, TaskContext.of(task) if self.takes_context else None,
                                 task)  # fmt: skip
 
+    def run_now(self, task: Any) -> dict[str, Any]:
+        """:meth:`run_pushed` for a function that :attr:`runs_at_once`, run to its end in the
+        caller's task, in a copy of its context as a task of its own would be: no task to
+        spawn and no cancel scope, since a function with no checkpoint cannot be cancelled."""
+        coroutine = self.run_pushed(task)
+        try:
+            contextvars.copy_context().run(coroutine.send, None)
+        except StopIteration as done:
+            outcome: dict[str, Any] = done.value
+            return outcome
+        coroutine.close()  # unreachable: nothing in its code can suspend it
+        raise RuntimeError(f"task {self.name}@{self.version} suspended without an await")
+
     async def _call(self, raw_input: Any, ctx: TaskContext | None, about: Any) -> dict[str, Any]:
         """Run once; ``about`` (the context, or the task message) names the task in logs."""
         try:
@@ -152,6 +171,22 @@ class TaskFunction:
         if self.output_adapter is not None:
             return self.output_adapter.dump_python(result, mode="json")
         return _ANY.dump_python(result, mode="json")
+
+
+_SUSPENDS = frozenset({"YIELD_VALUE", "SEND", "GET_AWAITABLE"})
+"""The operations through which a coroutine's own code can suspend (every ``await``,
+``async with`` and ``async for`` compiles to them)."""
+
+
+def _never_suspends(function: Callable[..., Any]) -> bool:
+    """True for an ``async def`` function whose own code never suspends: stepped once, its
+    coroutine runs to its end. Anything else (a callable object, a wrapper) is False."""
+    if not isinstance(function, types.FunctionType):
+        return False
+    code = function.__code__
+    if not code.co_flags & inspect.CO_COROUTINE:
+        return False
+    return not any(op.opname in _SUSPENDS for op in dis.get_instructions(code))
 
 
 def _invalid_input(exc: ValidationError) -> dict[str, Any]:

@@ -294,8 +294,12 @@ class Worker:
         if task.token in self._outbox:
             await self._send(self._outbox[task.token])
             return
+        function = self.functions.get((task.task_name, task.contract_version))
+        if function is not None and function.runs_at_once:
+            self._send_soon(self._keep(task.token, function.run_now(task)))
+            return
         scope = self._running[task.token] = trio.CancelScope()
-        tasks.start_soon(self._run_task, task, scope)
+        tasks.start_soon(self._run_task, task, function, scope)
 
     async def _on_error(self, message: wire.ErrorMessage, tasks: trio.Nursery) -> None:
         token = message.ref if isinstance(message.ref, str) else None
@@ -329,8 +333,9 @@ class Worker:
                 scope.cancel()
 
     # -- tasks -----------------------------------------------------------------------------
-    async def _run_task(self, task: wire.Task, scope: trio.CancelScope) -> None:
-        function = self.functions.get((task.task_name, task.contract_version))
+    async def _run_task(
+        self, task: wire.Task, function: TaskFunction | None, scope: trio.CancelScope
+    ) -> None:
         with scope:
             try:
                 if function is None:
@@ -345,15 +350,26 @@ class Worker:
         if scope.cancelled_caught:
             self._check_idle()
             return  # the server cancelled it: its slot is already free
-        message = _result(task.token, outcome)
-        self._outbox[task.token] = message
-        await self._send(message)
+        await self._send(self._keep(task.token, outcome))
+
+    def _keep(self, token: str, outcome: dict[str, Any]) -> dict[str, Any]:
+        """The result message of ``outcome``, kept in the outbox until acknowledged."""
+        message = self._outbox[token] = _result(token, outcome)
+        return message
 
     async def _send(self, message: dict[str, Any]) -> None:
         ws = self._ws
         if ws is None:
             return  # sent again once reconnected (results) or not needed any more
         await _send_quietly(ws, message)
+
+    def _send_soon(self, message: dict[str, Any]) -> None:
+        """Queue ``message`` from the receiving task: it leaves with the next write, at the
+        latest before the next read, together with the others queued meanwhile."""
+        ws = self._ws
+        if ws is not None:
+            with contextlib.suppress(ConnectionClosed):
+                ws.send_nowait(to_json(message).decode())
 
     async def _wait_idle(self) -> None:
         while self._running or self._outbox:

@@ -24,6 +24,7 @@ from orbit_actors.http import (
     open_websocket,
 )
 from orbit_actors.http.application import Limits, ServerSocket
+from orbit_actors.http.client_direct import DirectSocket
 from orbit_actors.http.frames import Close, FrameReader
 from orbit_actors.http.http1 import Request, Response
 from orbit_actors.http.transport import Server, open_listeners
@@ -140,6 +141,44 @@ async def test_a_message_larger_than_the_socket_takes_at_once_is_sent_whole_whil
             await wait_all_tasks_blocked()
             await ws.send("small")
     assert got == [big, "small"]
+
+
+async def test_messages_queued_without_waiting_leave_in_one_write_before_the_next_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writes: list[bytes] = []
+    send_now = DirectSocket.send_now
+
+    def counted(self: DirectSocket, data: bytes | memoryview) -> int:
+        writes.append(bytes(data))
+        return send_now(self, data)
+
+    with trio.fail_after(GUARD):
+        async with orbit_server() as base, open_websocket(f"{base}/ws") as ws:
+            monkeypatch.setattr(DirectSocket, "send_now", counted)
+            ws.send_nowait("one")
+            ws.send_nowait("two")
+            assert writes == []  # nothing leaves until the receiving task reads
+            assert await ws.receive() == "one"
+            assert await ws.receive() == "two"
+    assert len(writes[0]) == 2 * (6 + 3)  # both frames, in the first write
+
+
+async def test_a_send_takes_the_queued_messages_along_ahead_of_its_own() -> None:
+    with trio.fail_after(GUARD):
+        async with orbit_server() as base, open_websocket(f"{base}/ws") as ws:
+            ws.send_nowait("queued")
+            await ws.send("sent")
+            assert [await ws.receive(), await ws.receive()] == ["queued", "sent"]
+
+
+async def test_queueing_on_a_closed_socket_raises_closed() -> None:
+    with trio.fail_after(GUARD):
+        async with orbit_server() as base, open_websocket(f"{base}/ws") as ws:
+            await ws.aclose(1000, "done")
+            with pytest.raises(WebSocketClosedError) as raised:
+                ws.send_nowait("late")
+    assert raised.value.code == 1000
 
 
 async def test_the_bearer_header_reaches_the_server() -> None:
