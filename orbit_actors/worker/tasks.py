@@ -15,6 +15,7 @@ from typing import Any, get_type_hints
 
 import trio
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import SchemaSerializer
 
 from . import logs
 
@@ -95,10 +96,13 @@ class TaskFunction:
     is_async: bool = field(init=False)
     runs_at_once: bool = field(init=False)
     """An ``async def`` that never suspends (see :meth:`run_now`)."""
+    _serializer: SchemaSerializer = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.is_async = inspect.iscoroutinefunction(self.function)
         self.runs_at_once = _never_suspends(self.function)
+        # the adapter's own serializer: ``dump_python`` spelt out a dozen defaults per call
+        self._serializer = (self.output_adapter or _ANY).serializer
 
     @classmethod
     def wrap(cls, name: str, version: str, function: Callable[..., Any]) -> TaskFunction:
@@ -133,7 +137,8 @@ class TaskFunction:
         """:meth:`run_pushed` for a function that :attr:`runs_at_once`, run to its end in the
         caller's task, in a copy of its context as a task of its own would be: no task to
         spawn and no cancel scope, since a function with no checkpoint cannot be cancelled."""
-        coroutine = self.run_pushed(task)
+        context = TaskContext.of(task) if self.takes_context else None
+        coroutine = self._call(task.input, context, task)
         try:
             contextvars.copy_context().run(coroutine.send, None)
         except StopIteration as done:
@@ -168,9 +173,7 @@ class TaskFunction:
         return self.input_adapter.validate_python(raw) if self.input_adapter else raw
 
     def _output(self, result: Any) -> Any:
-        if self.output_adapter is not None:
-            return self.output_adapter.dump_python(result, mode="json")
-        return _ANY.dump_python(result, mode="json")
+        return self._serializer.to_python(result, mode="json")
 
 
 _SUSPENDS = frozenset({"YIELD_VALUE", "SEND", "GET_AWAITABLE"})

@@ -225,18 +225,19 @@ class Worker:
             await self._send(pending)
         if self._stopping:
             await self._send({"type": "credit", "concurrency": 0})
+        unregistered = self._unregistered
+        assert unregistered is not None
         async with trio.open_nursery() as nursery:
             interval = registered.heartbeat_interval_ms / 1000
             nursery.start_soon(self._heartbeat, interval)
             try:
-                while await self._on_message(await self._receive(ws), tasks):
-                    pass
+                while not unregistered.is_set():
+                    message = _SERVER_MESSAGE.validate_json(await ws.receive())
+                    handler = _HANDLERS.get(type(message))
+                    if handler is not None:
+                        handler(self, message, tasks)
             finally:
                 nursery.cancel_scope.cancel()
-
-    @staticmethod
-    async def _receive(ws: Connection) -> wire.ServerMessage:
-        return _SERVER_MESSAGE.validate_json(await ws.receive())
 
     async def _register(self, ws: Connection) -> wire.Registered:
         contracts = [{"task_name": n, "contract_version": v} for n, v in self.functions]
@@ -263,36 +264,15 @@ class Worker:
             await trio.sleep(interval)
             await self._send({"type": "heartbeat"})
 
-    async def _on_message(self, message: wire.ServerMessage, tasks: trio.Nursery) -> bool:
-        """Handle one server message; False once the session is over."""
-        if isinstance(message, wire.Task):
-            await self._take(message, tasks)
-        elif isinstance(message, wire.Cancel):
-            self._cancel(message.tokens)
-        elif isinstance(message, wire.HeartbeatAck):
-            self._cancel(message.cancel)
-        elif isinstance(message, wire.Ack):
-            self._outbox.pop(message.token, None)
-            self._retry_backoff.reset()
-            if not message.accepted:
-                log.info("result for %s not accepted: %s", message.token, message.reason)
-            self._check_idle()
-        elif isinstance(message, wire.ErrorMessage):
-            await self._on_error(message, tasks)
-        elif isinstance(message, wire.Unregistered):
-            assert self._unregistered is not None
-            self._unregistered.set()
-            return False
-        return True
-
-    async def _take(self, task: wire.Task, tasks: trio.Nursery) -> None:
+    # -- messages from the server: handled in the receiving task, without waiting -----------
+    def _on_task(self, task: wire.Task, tasks: trio.Nursery) -> None:
         """Run a pushed task; a task sent again after a resume (``resent``) that is already
         running, or whose result waits for its ack, is not run twice (the result is sent
         again instead). A resent token this worker does not know lost its first frame: it runs."""
         if task.token in self._running:
             return
         if task.token in self._outbox:
-            await self._send(self._outbox[task.token])
+            self._send_soon(self._outbox[task.token])
             return
         function = self.functions.get((task.task_name, task.contract_version))
         if function is not None and function.runs_at_once:
@@ -301,7 +281,24 @@ class Worker:
         scope = self._running[task.token] = trio.CancelScope()
         tasks.start_soon(self._run_task, task, function, scope)
 
-    async def _on_error(self, message: wire.ErrorMessage, tasks: trio.Nursery) -> None:
+    def _on_ack(self, message: wire.Ack, tasks: trio.Nursery) -> None:
+        self._outbox.pop(message.token, None)
+        self._retry_backoff.reset()
+        if not message.accepted:
+            log.info("result for %s not accepted: %s", message.token, message.reason)
+        self._check_idle()
+
+    def _on_cancel(self, message: wire.Cancel, tasks: trio.Nursery) -> None:
+        self._cancel(message.tokens)
+
+    def _on_heartbeat_ack(self, message: wire.HeartbeatAck, tasks: trio.Nursery) -> None:
+        self._cancel(message.cancel)
+
+    def _on_unregistered(self, message: wire.Unregistered, tasks: trio.Nursery) -> None:
+        assert self._unregistered is not None
+        self._unregistered.set()  # the session is over
+
+    def _on_error(self, message: wire.ErrorMessage, tasks: trio.Nursery) -> None:
         token = message.ref if isinstance(message.ref, str) else None
         if token in self._outbox and message.code in RESULT_RETRIED_ON:
             log.warning("result for %s not recorded yet (%s): %s; sending it again",
@@ -311,7 +308,7 @@ class Worker:
             self._outbox[token] = _result(token, {"error": {
                 "code": "OUTPUT_TOO_LARGE", "message": message.message, "retryable": False,
             }})  # fmt: skip
-            await self._send(self._outbox[token])
+            self._send_soon(self._outbox[token])
         elif token in self._outbox:
             log.error("result for %s refused: %s %s", token, message.code, message.message)
             self._outbox.pop(token, None)
@@ -368,8 +365,10 @@ class Worker:
         latest before the next read, together with the others queued meanwhile."""
         ws = self._ws
         if ws is not None:
-            with contextlib.suppress(ConnectionClosed):
+            try:  # noqa: SIM105 (contextlib.suppress's object costs more than the queueing)
                 ws.send_nowait(to_json(message).decode())
+            except ConnectionClosed:
+                pass  # the result stays in the outbox, sent again on the next connection
 
     async def _wait_idle(self) -> None:
         while self._running or self._outbox:
@@ -379,6 +378,17 @@ class Worker:
     def _check_idle(self) -> None:
         if self._idle is not None and not self._running and not self._outbox:
             self._idle.set()
+
+
+_HANDLERS: dict[type[wire.ServerMessage], Callable[[Worker, Any, trio.Nursery], None]] = {
+    wire.Task: Worker._on_task,
+    wire.Ack: Worker._on_ack,
+    wire.Cancel: Worker._on_cancel,
+    wire.HeartbeatAck: Worker._on_heartbeat_ack,
+    wire.ErrorMessage: Worker._on_error,
+    wire.Unregistered: Worker._on_unregistered,
+}
+"""What the receiving task does with each server message (the others need nothing)."""
 
 
 def _result(token: str, outcome: dict[str, Any]) -> dict[str, Any]:

@@ -136,6 +136,45 @@ async def test_any_other_exception_is_retryable_and_named_by_its_type(url: str) 
     assert detail["error"]["code"] == "ValueError" and "bad value" in detail["error"]["message"]
 
 
+SMALL = """
+workflow: small
+version: 1.0.0
+limits: {{max_payload_bytes: 200}}
+tasks: {{{task}: {{version: "1"}}}}
+steps: [{{id: s, task: {task}}}]
+"""
+
+
+@pytest.mark.parametrize("awaits", [False, True])
+async def test_an_output_over_the_payload_limit_fails_output_too_large(
+    url: str, awaits: bool
+) -> None:
+    worker = Worker(ws(url), worker_id="verbose")
+
+    @worker.task("big")
+    async def big() -> str:
+        return "x" * 1000
+
+    @worker.task("big_later")
+    async def big_later() -> str:
+        await trio.sleep(0)
+        return "x" * 1000
+
+    task = "big_later" if awaits else "big"
+    async with running(worker), httpx.AsyncClient(base_url=url, timeout=30) as api:
+        source = SMALL.format(task=task)
+        await api.post(
+            "/v1/definitions", content=source, headers={"content-type": "application/yaml"}
+        )
+        started = await api.post("/v1/executions", json={"workflow": "small"})
+        execution_id = started.json()["execution_id"]
+        await api.get(f"/v1/executions/{execution_id}/wait", params={"timeout": 30})
+        detail = (await api.get(f"/v1/executions/{execution_id}")).json()
+    assert detail["status"] == "failed"
+    assert detail["error"]["code"] == "OUTPUT_TOO_LARGE" and "200" in detail["error"]["message"]
+    assert detail["units"][0]["attempt"] == 1  # not retried
+
+
 async def test_a_plain_function_runs_in_a_thread(url: str) -> None:
     worker = Worker(ws(url), worker_id="threads")
 
