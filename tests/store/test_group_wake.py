@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -21,7 +22,7 @@ def _writer(path: Path) -> GroupWriter:
     )
 
 
-def _insert(value: int) -> object:
+def _insert(value: int) -> Callable[[sqlite3.Connection], int]:
     return lambda conn: conn.execute("INSERT INTO t VALUES (?)", (value,)).rowcount
 
 
@@ -73,18 +74,18 @@ async def test_a_cancelled_watcher_waits_for_its_write_and_others_still_complete
     async def held() -> None:
         with trio.CancelScope() as scope:
             scope.cancel()  # cancelled before its write is even handed over: refused at once
-            await writer.write(_insert(0))  # type: ignore[arg-type]
+            await writer.write(_insert(0))
         seen.append("refused" if scope.cancelled_caught else "written")
 
     async def watcher(scope: trio.CancelScope) -> None:
         with scope:
-            await writer.write(lambda c: (gate.wait(10), _insert(1)(c)))  # type: ignore[arg-type]
+            await writer.write(lambda c: (gate.wait(10), _insert(1)(c)))
             seen.append("watcher written")
             await trio.sleep(0)  # the cancel comes here, once the outcome is known
         seen.append("watcher cancelled")
 
     async def other() -> None:
-        await writer.write(_insert(2))  # type: ignore[arg-type]
+        await writer.write(_insert(2))
         seen.append("other written")
 
     scope = trio.CancelScope()
@@ -111,6 +112,6 @@ async def test_a_writer_stopped_with_nothing_in_flight_closes_its_wake_up_socket
 ) -> None:
     writer = _writer(tmp_path / "w.db")
     await writer.start()
-    await writer.write(_insert(1))  # type: ignore[arg-type]
+    await writer.write(_insert(1))
     await writer.stop()
     assert writer._wake_in.fileno() == -1 and writer._wake_out.fileno() == -1
