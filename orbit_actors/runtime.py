@@ -157,6 +157,7 @@ async def open_runtime(
     async with trio.open_nursery() as nursery:
         parts = _wire(nursery, store, config, clock, definitions, tracer, cluster, address)
         await nursery.start(parts.sessions.serve)
+        await nursery.start(parts.waiters.deadlines.serve)
         await nursery.start(serve_rate_windows, parts.pool.rates, parts.pool.release_due, clock)
         first = await store.wake_index(due_by_ms=clock.now_ms() + INDEX_HORIZON_MS)
         parts.registry.begin_loading(first)

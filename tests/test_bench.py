@@ -107,3 +107,19 @@ def test_bench_batches_prints_its_json_line() -> None:
     assert result.returncode == 0, result.stderr
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert line["executions"] == 50 and line["cpu_ms_per_execution"] > 0
+
+
+def test_where_puts_a_sample_in_the_area_of_its_innermost_named_frame() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import where
+
+    stack = ";".join([
+        "run (trio/_core/_run.py:2532)",
+        "Execution.step (orbit_actors/actors/execution.py:10)",
+        "decide (orbit_actors/decide/decider.py:20)",
+        "dumps (json/__init__.py:231)",
+        "encode (json/encoder.py:200)",
+    ])  # fmt: skip
+    assert where.area_of(stack) == "standard JSON encode and decode"
+    assert where.area_of(stack.rsplit(";", 2)[0]) == "decider and expressions (decide/, ir/)"
+    assert where.area_of("f (functools.py:1);g (enum.py:2)").startswith("other")

@@ -4,18 +4,17 @@ execution a filter matches (operations.md, "Batches"), paced by the server's --b
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from ..api.batch_models import Batch
+from ..api.batch_models import Batch, BatchList
 from ..client import Client
-from . import exits, output
+from . import output
 from .options import CONTEXT, api_command
-from .values import plain
+from .values import answered
 
 ACTIONS = {
     "cancel": "Cancel every matching execution (compensation and handlers run)",
@@ -108,20 +107,12 @@ def _action_command(action: str, summary: str) -> click.Command:
         flt = _filter(args)
         if args.dry_run:
             preview = client.batch_preview(action, **flt)
-            if args.json:
-                print(json.dumps(plain(preview), indent=2))
-            else:
-                print(f"would {action} {preview.matched} executions")
-                for execution_id in preview.sample:
-                    print(f"  {execution_id}")
-            return exits.OK
+            lines = [f"would {action} {preview.matched} executions"]
+            lines += [f"  {execution_id}" for execution_id in preview.sample]
+            return answered(args, preview, "\n".join(lines))
         made = client.create_batch(action, reason=args.reason, **flt)
-        if args.json:
-            print(json.dumps(plain(made), indent=2))
-        else:
-            print(f"{made.batch_id}: {action} {made.matched} executions "
-                  f"(orbit batch show {made.batch_id})")  # fmt: skip
-        return exits.OK
+        return answered(args, made, f"{made.batch_id}: {action} {made.matched} executions "
+                                    f"(orbit batch show {made.batch_id})")  # fmt: skip
 
     return act
 
@@ -132,11 +123,7 @@ def _action_command(action: str, summary: str) -> click.Command:
 def show(client: Client, args: argparse.Namespace) -> int:
     """One batch."""
     found = client.batch(args.batch_id)
-    if args.json:
-        print(json.dumps(plain(found), indent=2))
-        return exits.OK
-    _print_batch(found)
-    return exits.OK
+    return answered(args, found, lambda: _print_batch(found))
 
 
 def _print_batch(found: Batch) -> None:
@@ -151,15 +138,15 @@ def _print_batch(found: Batch) -> None:
 def list_batches(client: Client, args: argparse.Namespace) -> int:
     """Batches as a table."""
     found = client.batches()
-    if args.json:
-        print(json.dumps(plain(found), indent=2))
-        return exits.OK
+    return answered(args, found, lambda: _print_batches(found))
+
+
+def _print_batches(found: BatchList) -> None:
     now = int(time.time() * 1000)
     rows = [[b.batch_id, b.action, output.status_word(b.state), b.matched, b.done,
              b.failed_count, output.relative(b.created_at_ms, now)]
             for b in found.batches]  # fmt: skip
     output.table(["batch", "action", "state", "matched", "done", "failed", "created"], rows)
-    return exits.OK
 
 
 @api_command("stop", "Cancel a batch: what it has not acted on yet it never will",
@@ -168,11 +155,7 @@ def list_batches(client: Client, args: argparse.Namespace) -> int:
 def stop(client: Client, args: argparse.Namespace) -> int:
     """Cancel a batch."""
     found = client.cancel_batch(args.batch_id)
-    if args.json:
-        print(json.dumps(plain(found), indent=2))
-    else:
-        _print_batch(found)
-    return exits.OK
+    return answered(args, found, lambda: _print_batch(found))
 
 
 for _action, _summary in ACTIONS.items():

@@ -11,11 +11,11 @@ from typing import Any
 
 import click
 
-from ..api.models import ExecutionDetail, ExecutionResult
+from ..api.models import ExecutionDetail, ExecutionList, ExecutionResult, History
 from ..client import ApiError, Client
 from . import exits, output
 from .options import api_command
-from .values import json_argument, plain
+from .values import answered, json_argument, plain
 
 EXECUTION_ID = click.argument("execution_id", metavar="ID")
 FINISHED = ("succeeded", "failed", "skipped")
@@ -106,11 +106,7 @@ def show(client: Client, args: argparse.Namespace) -> int:
     if args.history or args.run_number is not None:
         return _show_history(client, args)
     detail = client.describe(args.execution_id)
-    if args.json:
-        print(json.dumps(plain(detail), indent=2))
-        return exits.OK
-    _print_detail(detail)
-    return exits.OK
+    return answered(args, detail, lambda: _print_detail(detail))
 
 
 def _print_detail(detail: ExecutionDetail) -> None:
@@ -131,15 +127,15 @@ def _print_detail(detail: ExecutionDetail) -> None:
 
 def _show_history(client: Client, args: argparse.Namespace) -> int:
     history = client.history(args.execution_id, args.run_number)
-    if args.json:
-        print(json.dumps(plain(history), indent=2))
-        return exits.OK
+    return answered(args, history, lambda: _print_history(history))
+
+
+def _print_history(history: History) -> None:
     now = _now_ms()
     rows = [[str(e["seq"]), output.relative(e.get("timestamp_ms"), now), e["type"],
              _event_detail(e)] for e in history.events]  # fmt: skip
     output.line(history.execution_id, f"run {history.run}")
     output.table(["seq", "time", "event", "detail"], rows)
-    return exits.OK
 
 
 def _event_detail(event: dict[str, Any]) -> str:
@@ -169,9 +165,10 @@ def list_executions(client: Client, args: argparse.Namespace) -> int:
         status=args.status, workflow=args.workflow, limit=args.limit,
         paused=True if args.paused else None,
     )  # fmt: skip
-    if args.json:
-        print(json.dumps(plain(page), indent=2))
-        return exits.OK
+    return answered(args, page, lambda: _print_executions(page))
+
+
+def _print_executions(page: ExecutionList) -> None:
     now = _now_ms()
     rows = [
         [e.execution_id, f"{e.workflow}@{e.version}", output.status_word(e.status),
@@ -179,7 +176,6 @@ def list_executions(client: Client, args: argparse.Namespace) -> int:
         for e in page.executions
     ]  # fmt: skip
     output.table(["execution", "workflow", "status", "started", "closed"], rows)
-    return exits.OK
 
 
 @api_command(
@@ -220,11 +216,7 @@ def query(client: Client, args: argparse.Namespace) -> int:
 def cancel(client: Client, args: argparse.Namespace) -> int:
     """Request the cancel; the execution winds down on its own."""
     detail = client.cancel(args.execution_id, args.reason)
-    if args.json:
-        print(json.dumps(plain(detail), indent=2))
-    else:
-        print(f"{args.execution_id}: cancel requested")
-    return exits.OK
+    return answered(args, detail, f"{args.execution_id}: cancel requested")
 
 
 @api_command("resume", "Resume a quarantined execution from its history",
@@ -233,8 +225,7 @@ def cancel(client: Client, args: argparse.Namespace) -> int:
 def resume(client: Client, args: argparse.Namespace) -> int:
     """Respawn a quarantined execution."""
     detail = client.resume(args.execution_id)
-    print(json.dumps(plain(detail), indent=2) if args.json else f"{args.execution_id}: resumed")
-    return exits.OK
+    return answered(args, detail, f"{args.execution_id}: resumed")
 
 
 @api_command("delete", "Delete a finished execution, its history and finished children, now",

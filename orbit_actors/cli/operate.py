@@ -4,25 +4,17 @@
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Any
 
 import click
 
 from ..client import Client
-from . import exits
 from .options import api_command
-from .values import json_argument, plain
+from .values import answered, json_argument
 
 EXECUTION_ID = click.argument("execution_id", metavar="ID")
 REASON = click.option(
     "--reason", metavar="TEXT", help="Why, recorded in the history. Example: --reason 'wrong order'"
 )
-
-
-def _said(args: argparse.Namespace, answer: Any, text: str) -> int:
-    print(json.dumps(plain(answer), indent=2) if args.json else text)
-    return exits.OK
 
 
 @api_command("terminate", "End an execution at once (no compensation, no handlers)",
@@ -32,7 +24,7 @@ def _said(args: argparse.Namespace, answer: Any, text: str) -> int:
 def terminate(client: Client, args: argparse.Namespace) -> int:
     """Terminate; its running attempts are stopped and its running children terminated."""
     detail = client.terminate(args.execution_id, args.reason)
-    return _said(args, detail, f"{args.execution_id}: {detail.status}")
+    return answered(args, detail, f"{args.execution_id}: {detail.status}")
 
 
 @api_command("pause", "Pause an execution: nothing new is dispatched until unpaused",
@@ -42,7 +34,7 @@ def terminate(client: Client, args: argparse.Namespace) -> int:
 def pause(client: Client, args: argparse.Namespace) -> int:
     """Pause; results, signals and timers are still recorded."""
     detail = client.pause(args.execution_id, args.reason)
-    return _said(args, detail, f"{args.execution_id}: paused")
+    return answered(args, detail, f"{args.execution_id}: paused")
 
 
 @api_command("unpause", "Unpause an execution: what waited is dispatched",
@@ -51,7 +43,7 @@ def pause(client: Client, args: argparse.Namespace) -> int:
 def unpause(client: Client, args: argparse.Namespace) -> int:
     """Unpause."""
     detail = client.unpause(args.execution_id)
-    return _said(args, detail, f"{args.execution_id}: unpaused")
+    return answered(args, detail, f"{args.execution_id}: unpaused")
 
 
 @api_command(
@@ -86,9 +78,9 @@ def rerun(client: Client, args: argparse.Namespace) -> int:
         ]
         if plan.children:
             lines.append(f"  start children: {', '.join(plan.children)}")
-        return _said(args, plan, "\n".join(lines))
+        return answered(args, plan, "\n".join(lines))
     started = client.rerun(
         args.execution_id, from_step=args.from_step, input=new_input, version=args.new_version,
         reason=args.reason,
     )  # fmt: skip
-    return _said(args, started, f"{started.execution_id}: run {started.run} started")
+    return answered(args, started, f"{started.execution_id}: run {started.run} started")

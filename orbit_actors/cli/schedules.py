@@ -12,7 +12,7 @@ from ..api.models import Schedule
 from ..client import Client
 from . import exits, output
 from .options import CONTEXT, api_command
-from .values import json_argument, plain
+from .values import answered, json_argument, plain
 
 SCHEDULE_ID = click.argument("schedule_id", metavar="SCHEDULE_ID")
 
@@ -75,12 +75,12 @@ def create(client: Client, args: argparse.Namespace) -> int:
         version=args.version, input=json_argument(args.input, "--input"),
         overlap=args.overlap, paused=args.paused,
     )  # fmt: skip
-    if args.json:
-        print(json.dumps(plain(answer), indent=2))
-        return exits.OK
-    print(f"{args.schedule_id}: {'created' if answer.created else 'unchanged'}")
-    _print_schedule(answer)
-    return exits.OK
+
+    def show() -> None:
+        print(f"{args.schedule_id}: {'created' if answer.created else 'unchanged'}")
+        _print_schedule(answer)
+
+    return answered(args, answer, show)
 
 
 @api_command("list", "List every schedule", example="orbit schedule list")
@@ -107,11 +107,7 @@ def list_schedules(client: Client, args: argparse.Namespace) -> int:
 def show(client: Client, args: argparse.Namespace) -> int:
     """One schedule and what it did and will do."""
     found = client.schedule(args.schedule_id)
-    if args.json:
-        print(json.dumps(plain(found), indent=2))
-    else:
-        _print_schedule(found)
-    return exits.OK
+    return answered(args, found, lambda: _print_schedule(found))
 
 
 def _print_schedule(found: Schedule) -> None:
@@ -144,8 +140,7 @@ def delete(client: Client, args: argparse.Namespace) -> int:
 def pause(client: Client, args: argparse.Namespace) -> int:
     """Pause one schedule."""
     answer = client.pause_schedule(args.schedule_id)
-    print(json.dumps(plain(answer), indent=2) if args.json else f"{args.schedule_id}: paused")
-    return exits.OK
+    return answered(args, answer, f"{args.schedule_id}: paused")
 
 
 @api_command("resume", "Resume a schedule (what was missed while paused does not fire)",
@@ -154,8 +149,7 @@ def pause(client: Client, args: argparse.Namespace) -> int:
 def resume(client: Client, args: argparse.Namespace) -> int:
     """Resume one schedule."""
     answer = client.resume_schedule(args.schedule_id)
-    print(json.dumps(plain(answer), indent=2) if args.json else f"{args.schedule_id}: resumed")
-    return exits.OK
+    return answered(args, answer, f"{args.schedule_id}: resumed")
 
 
 @api_command("trigger", "Start an occurrence now", example="orbit schedule trigger nightly")

@@ -3,18 +3,33 @@ a one-line error, an API answer as the JSON the API sent."""
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from ..client import ApiError
+from . import exits
 
 
 def plain(answer: BaseModel | None) -> Any:
     """An answer as the JSON the API sent."""
     return None if answer is None else answer.model_dump(mode="json")
+
+
+def answered(args: argparse.Namespace, found: BaseModel, show: str | Callable[[], None]) -> int:
+    """Print ``found`` as indented JSON under ``--json``, else ``show`` (a line, or a printer
+    called for people); a command's answer that worked, so its exit code is ``OK``."""
+    if args.json:
+        print(json.dumps(plain(found), indent=2))
+    elif isinstance(show, str):
+        print(show)
+    else:
+        show()
+    return exits.OK
 
 
 def read_file(path: Path) -> str:

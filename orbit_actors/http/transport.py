@@ -204,6 +204,8 @@ class Server:
         finally:
             if isinstance(stream, trio.SSLStream):
                 await _close_tls(stream)
+            elif isinstance(stream, trio.SocketStream):
+                stream.socket.close()  # what aclose_forcefully does, without its cancel scope
             else:
                 await trio.aclose_forcefully(stream)
             self._open -= 1

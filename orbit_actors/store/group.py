@@ -3,13 +3,22 @@ takes every write request that is waiting, runs them all in one transaction, com
 fsync), then wakes each requester on the trio loop. When anything in a batch fails, the whole
 transaction is rolled back and every requester of the batch gets the error: nothing of a failed
 batch is ever visible. The engine (SQLite, PostgreSQL) says how to begin, commit and roll back,
-and which of its errors are storage errors."""
+and which of its errors are storage errors.
+
+How the thread wakes the trio loop: it queues the finished batch and writes a byte to a wake-up
+socket, which one of the waiting requesters (the **watcher**) waits on itself. Woken, the watcher
+reschedules every requester of the finished batches; once its own request is done it passes the
+watch to a request still in flight. A requester alone (one execution at a time) therefore wakes
+straight from the loop's I/O wait, without a hop through trio's entry-queue task (one task step
+and one loop iteration less per commit, four per execution of three steps)."""
 
 from __future__ import annotations
 
 import contextlib
 import queue
+import socket
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -103,6 +112,7 @@ class _Request:
     task: trio.lowlevel.Task
     result: Any = None
     error: BaseException | None = None
+    done: bool = False  # its outcome was handed out on the trio side
 
 
 _STOP = object()
@@ -124,7 +134,13 @@ class GroupWriter(Generic[C]):
         self._describe = describe
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._token = trio.lowlevel.current_trio_token()
+        self._finished: deque[list[_Request]] = deque()  # batches done by the thread, in order
+        self._in_flight: dict[_Request, bool] = {}  # handed over, outcome not yet handed out
+        self._watcher: _Request | None = None  # whose task waits on the wake-up socket
+        self._wake_in, self._wake_out = socket.socketpair()
+        self._wake_in.setblocking(False)
+        self._wake_out.setblocking(False)
+        self._ended = False  # the thread has ended (stop() or a failed start)
         self._thread = threading.Thread(target=self._run, name="orbit-store-writer", daemon=True)
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
@@ -137,6 +153,8 @@ class GroupWriter(Generic[C]):
         self._thread.start()
         await trio.to_thread.run_sync(self._ready.wait)
         if self._startup_error is not None:
+            self._ended = True
+            self._close_wake_up()
             raise self._startup_error
 
     async def stop(self) -> None:
@@ -145,6 +163,9 @@ class GroupWriter(Generic[C]):
         self._stopped = True
         self._queue.put(_STOP)
         await trio.to_thread.run_sync(self._thread.join)
+        self._ended = True
+        if self._watcher is None:  # else the watcher closes it once the last outcome is out
+            self._close_wake_up()
 
     async def write(self, work: Callable[[C], T], weight: int = 1) -> T:
         """Run ``work`` in the next transaction; return its result once durable. The wait is
@@ -159,8 +180,14 @@ class GroupWriter(Generic[C]):
         if self._stopped:
             raise StorageError(f"the store {self._describe} is closed")
         request = _Request(work, weight, trio.lowlevel.current_task())
+        self._in_flight[request] = True
         self._queue.put(request)
-        await trio.lowlevel.wait_task_rescheduled(_not_cancellable)
+        if self._watcher is None:
+            self._watcher = request
+        else:
+            await trio.lowlevel.wait_task_rescheduled(_not_cancellable)
+        if not request.done:  # the watcher, or handed the watch by the one before
+            await self._watch(request)
         if request.error is not None:
             raise request.error
         return request.result
@@ -180,6 +207,52 @@ class GroupWriter(Generic[C]):
             raise ConcurrencyFull(commit.admit.key)
         if work.limited is not None:
             raise work.limited
+
+    async def _watch(self, request: _Request) -> None:
+        """As the watcher: wait on the wake-up socket until ``request`` is done, handing out the
+        outcomes of every finished batch meanwhile, then pass the watch on. A write handed over
+        completes or fails, never half-known: a cancel is seen at the caller's next checkpoint."""
+        try:
+            try:
+                await self._watch_until_done(request)
+            except trio.Cancelled:
+                with trio.CancelScope(shield=True):
+                    await self._watch_until_done(request)
+        finally:
+            self._pass_watch(request)
+
+    async def _watch_until_done(self, request: _Request) -> None:
+        wake_in = self._wake_in
+        while not request.done:
+            await trio.lowlevel.wait_readable(wake_in)
+            with contextlib.suppress(BlockingIOError):  # woken for batches already handed out
+                wake_in.recv(4096)
+            self._hand_out()
+
+    def _hand_out(self) -> None:
+        """Hand out the outcomes of the batches the thread finished (the watcher's own too)."""
+        finished, in_flight, watcher = self._finished, self._in_flight, self._watcher
+        while finished:
+            for request in finished.popleft():
+                request.done = True
+                # False: its watcher left without it (never, but for an error in the wait)
+                if in_flight.pop(request, False) and request is not watcher:
+                    trio.lowlevel.reschedule(request.task)
+
+    def _pass_watch(self, request: _Request) -> None:
+        """The watcher leaves (its request is done): the oldest request in flight watches next."""
+        self._watcher = None
+        self._in_flight.pop(request, False)
+        for successor in self._in_flight:
+            self._watcher = successor
+            trio.lowlevel.reschedule(successor.task)
+            return
+        if self._ended:
+            self._close_wake_up()
+
+    def _close_wake_up(self) -> None:
+        self._wake_in.close()
+        self._wake_out.close()
 
     def _run(self) -> None:
         try:
@@ -293,14 +366,11 @@ class GroupWriter(Generic[C]):
         stats.largest_batch = max(stats.largest_batch, len(batch))
 
     def _wake(self, batch: list[_Request]) -> None:
-        """Wake every requester of the batch with one call into the trio loop."""
-
-        def wake_all() -> None:
-            for request in batch:
-                trio.lowlevel.reschedule(request.task)
-
-        with contextlib.suppress(trio.RunFinishedError):  # the caller's loop is gone
-            self._token.run_sync_soon(wake_all)
+        """Queue the batch for the watcher, then wake it (a byte on the wake-up socket). A full
+        socket has wake-ups pending already; a closed one has nobody left to wake."""
+        self._finished.append(batch)
+        with contextlib.suppress(OSError):
+            self._wake_out.send(b"\0")
 
 
 def _not_cancellable(raise_cancel: object) -> trio.lowlevel.Abort:

@@ -17,39 +17,31 @@ from ..ir.plan import CompiledDefinition
 from ..views import ExecutionResult, result_of
 from .loading import Loader
 from .registry import Registry
+from .wait_deadlines import Parked, WaitDeadlines
 
 
 class _Waiter:
     """Callers waiting for one execution to finish; ``result`` is its final answer. A list of
-    parked tasks rather than a ``trio.Event``: one is made per waited execution, and the
+    parked callers rather than a ``trio.Event``: one is made per waited execution, and the
     event's parking lot cost more than the rest of the wait's bookkeeping."""
 
-    __slots__ = ("_tasks", "result")
+    __slots__ = ("_parked", "result")
 
     def __init__(self) -> None:
         self.result: ExecutionResult | None = None
-        self._tasks: list[trio.lowlevel.Task] = []
+        self._parked: list[Parked] = []
 
-    async def wait(self) -> None:
-        """Until :meth:`finish` (at once if it came already); cancellable."""
+    async def wait(self, deadlines: WaitDeadlines, deadline: float) -> None:
+        """Until :meth:`finish` (at once if it came already) or ``deadline``; cancellable."""
         if self.result is not None:
             await trio.lowlevel.checkpoint()
             return
-        task = trio.lowlevel.current_task()
-        self._tasks.append(task)
+        await deadlines.wait(self._parked, deadline)
 
-        def abort(raise_cancel: object) -> trio.lowlevel.Abort:
-            self._tasks.remove(task)
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
-
-    def finish(self, result: ExecutionResult) -> None:
+    def finish(self, result: ExecutionResult, deadlines: WaitDeadlines) -> None:
         """The execution ended with ``result``: wake every waiting caller."""
         self.result = result
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            trio.lowlevel.reschedule(task)
+        deadlines.wake(self._parked)
 
 
 T = TypeVar("T")
@@ -66,6 +58,7 @@ class Waiters:
     ) -> None:
         self._registry = registry
         self._load = load
+        self.deadlines = WaitDeadlines()  # its task is run by the runtime
         self.pending: dict[str, _Waiter] = {}
         self._recent: OrderedDict[str, ExecutionResult] = OrderedDict()
         self._keep = recent
@@ -96,8 +89,7 @@ class Waiters:
                 self._drop(execution_id, waiter)
                 state, definition = await self._load(execution_id)
                 return result_of(state, definition, row)
-        with trio.move_on_after(timeout):
-            await waiter.wait()
+        await waiter.wait(self.deadlines, trio.current_time() + timeout)
         if waiter.result is None:
             raise WaitTimeoutError(
                 f"execution `{execution_id}` is still running after {timeout:g} s"
@@ -117,7 +109,7 @@ class Waiters:
         _keep(self._states, state.execution_id, (state, definition), self._keep_states)
         waiter = self.pending.pop(state.execution_id, None)
         if waiter is not None:
-            waiter.finish(result)
+            waiter.finish(result, self.deadlines)
 
     def forget(self, execution_ids: list[str]) -> None:
         """The executions were purged or run again (a rerun): what was kept of their end is gone."""
