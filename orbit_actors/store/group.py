@@ -45,8 +45,9 @@ class RetryBatch(Exception):
 class CommitWork:
     """One commit with its events already serialized as one JSON array (serialized by the
     caller, off the writer's thread); ``refused`` is set by the batcher when a ``create`` commit
-    found its id taken, ``fenced`` when another server owns the execution now (nothing of either
-    is written)."""
+    found its id taken, ``fenced`` when another server owns the execution now, ``broken`` when
+    the commit does not continue its execution's history (nothing of any of them is written; the
+    rest of the batch is)."""
 
     commit: Commit
     events_json: str
@@ -54,6 +55,7 @@ class CommitWork:
     fenced: bool = False
     full: bool = False  # its ``admit`` found the concurrency key full
     limited: RateLimited | None = None  # one of its ``rates`` was over its limit
+    broken: StorageError | None = None  # it breaks the rules of :mod:`.rules`
 
 
 class Batcher(Protocol[C_contra]):
@@ -195,11 +197,14 @@ class GroupWriter(Generic[C]):
     async def commit(self, commit: Commit) -> None:
         """Hand ``commit`` to the batcher; returns once durable. Raises AlreadyStored for a
         ``create`` commit whose id is taken, OwnershipLostError for a commit fenced off,
-        ConcurrencyFull or RateLimited for a commit over its limits."""
+        ConcurrencyFull or RateLimited for a commit over its limits, StorageError for a commit
+        that does not continue its execution's history (the others of its batch are written)."""
         work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
         await self.submit(work, weight=len(commit.events))
         if work.refused:
             raise AlreadyStored(commit.row.execution_id)
+        if work.broken is not None:
+            raise work.broken
         if work.fenced:
             raise OwnershipLostError(commit.row.execution_id)
         if work.full:

@@ -32,6 +32,7 @@ from ..ir.flow import ConcurrencyPlan
 from ..ir.plan import CompiledDefinition
 from ..store.base import Admission, Commit, ConcurrencyFull, Store
 from ..views.execution import row_of
+from .key_locks import KeyLocks
 from .loading import Loader
 from .registry import Registry
 from .supervisor import Supervisor
@@ -52,7 +53,7 @@ class FlowStarts:
         self._store = store
         self._load = load
         self._now_ms = now_ms
-        self._promoting: dict[str, trio.Lock] = {}  # one promoter per key on this server
+        self._promoting = KeyLocks()  # one promoter per key on this server
         self._wanted: set[str] = set()  # keys to look at again once their promoter is done
         # how a replaced execution is cancelled: here by default; the runtime routes it to the
         # server that owns it when several share the store
@@ -103,7 +104,7 @@ class FlowStarts:
         """Start queued executions of ``key`` while it has room (in the background). Calls for
         a key whose promoter runs are folded into one more look when it is done, so a burst
         of ends or queued starts costs one read each, not one each per waiting execution."""
-        if key in self._promoting:
+        if self._promoting.busy(key):
             self._wanted.add(key)
             return
         self._nursery.start_soon(self._promote_guarded, key, limit)
@@ -128,9 +129,8 @@ class FlowStarts:
     async def promote(self, key: str, limit: int | None = None) -> None:
         """Start the oldest queued executions of ``key`` while its slots allow; a slot taken
         meanwhile (here or on another server) ends it."""
-        lock = self._promoting.setdefault(key, trio.Lock())
         try:
-            async with lock:
+            async with self._promoting.hold(key):
                 again = True
                 while again:
                     self._wanted.discard(key)
@@ -138,13 +138,12 @@ class FlowStarts:
                         pass
                     again = key in self._wanted
         finally:
-            self._done_with(key, lock)
+            self._done_with(key)
 
-    def _done_with(self, key: str, lock: trio.Lock) -> None:
-        """Forget ``key``'s lock once nobody waits for it; a look asked for meanwhile runs."""
-        if lock.statistics().tasks_waiting:
+    def _done_with(self, key: str) -> None:
+        """Once nobody holds or waits for ``key``, a look asked for meanwhile runs."""
+        if self._promoting.busy(key):
             return
-        self._promoting.pop(key, None)
         if key in self._wanted:
             self._wanted.discard(key)
             self._nursery.start_soon(self._promote_guarded, key, None)
@@ -176,12 +175,11 @@ class FlowStarts:
         if not isinstance(created, WorkflowCreated) or created.flow is None:
             raise ExecutionQueuedError(execution_id)
         key = created.flow.key or ""
-        lock = self._promoting.setdefault(key, trio.Lock())
         try:
-            async with lock:  # not while this server promotes it
+            async with self._promoting.hold(key):  # not while this server promotes it
                 await self._end_queued_locked(execution_id, ending)
         finally:
-            self._done_with(key, lock)
+            self._done_with(key)
 
     async def _end_queued_locked(
         self, execution_id: str, ending: Callable[[int], list[Event]]

@@ -82,6 +82,27 @@ async def test_a_create_commit_for_a_taken_id_is_refused_without_disturbing_its_
     assert [e.seq for e in await store.history("e2")] == [1, 2, 3]
 
 
+async def test_a_commit_out_of_sequence_is_refused_without_disturbing_its_batch(
+    store: Store,
+) -> None:
+    await store.commit(commit("e1", 1))
+    refused: list[BaseException] = []
+
+    async def commit_stale() -> None:
+        try:
+            await store.commit(commit("e1", 2))  # e1 is at seq 3 already
+        except StorageError as exc:
+            refused.append(exc)
+
+    async with trio.open_nursery() as nursery:  # both in one batch where the store groups them
+        nursery.start_soon(commit_stale)
+        nursery.start_soon(store.commit, commit("e2", 1))
+        nursery.start_soon(store.commit, commit("e1", 4))
+    assert len(refused) == 1 and "`e1` has seq" in str(refused[0])
+    assert [e.seq for e in await store.history("e1")] == [1, 2, 3, 4, 5, 6]
+    assert [e.seq for e in await store.history("e2")] == [1, 2, 3]
+
+
 async def test_the_summary_row_follows_the_status(store: Store) -> None:
     await store.commit(commit("e1", 1))
     await store.commit(commit("e1", 4, 1, status="completed"))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 from ...crashpoints import crash_point
+from ...errors import StorageError
 from ..base import ExecutionRow
 from ..dialect import POSTGRES
 from ..flow_slots import admits_in, take_slot
@@ -116,7 +117,7 @@ class CommitBatcher:
         book = read_book(conn, [work.commit for work in works])
         for work in works:
             commit = work.commit
-            work.full, work.limited = False, None  # a batch run again decides afresh
+            work.full, work.limited, work.broken = False, None, None  # a rerun decides afresh
             if commit.admit is not None and not admits_in(POSTGRES, conn, commit.admit):
                 work.full = True
                 continue
@@ -125,7 +126,7 @@ class CommitBatcher:
                 if work.limited is not None:
                     continue
             _stage(staged, work, self.owner)
-            if work.refused or work.fenced:
+            if work.refused or work.fenced or work.broken is not None:
                 if book is not None and commit.rates:
                     book.give_back(commit)
             else:
@@ -169,9 +170,13 @@ def _stage(staged: _Staged, work: CommitWork, owner: Owner | None) -> None:
         work.fenced = not (rerun or unowned)
         if work.fenced:
             return
+    try:
+        check_commit(None if current is None else (current.run, current.last_seq), commit)
+    except StorageError as exc:  # this commit's actor is wrong; its batch goes on
+        work.broken = exc
+        return
     if unowned:
         staged.dequeued.append(row.execution_id)
-    check_commit(None if current is None else (current.run, current.last_seq), commit)
     if current is None:
         staged.new.add(row.execution_id)
     elif commit.rollover:

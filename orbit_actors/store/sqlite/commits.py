@@ -18,6 +18,7 @@ import sqlite3
 from typing import Any, NamedTuple
 
 from ...crashpoints import crash_point
+from ...errors import StorageError
 from ..base import TERMINAL_STATUSES, Commit
 from ..dialect import SQLITE
 from ..flow_slots import admits_in, take_slot
@@ -89,7 +90,11 @@ class CommitBatcher:
             if commit.create and current is not None:
                 work.refused = True
                 continue
-            check_commit(current and (current.run, current.last_seq), commit)
+            try:
+                check_commit(current and (current.run, current.last_seq), commit)
+            except StorageError as exc:  # this commit's actor is wrong; its batch goes on
+                work.broken = exc
+                continue
             if commit.admit is not None and not admits_in(SQLITE, conn, commit.admit):
                 work.full = True
                 continue
