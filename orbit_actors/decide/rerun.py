@@ -135,13 +135,12 @@ def rerun_events(
     """The first events of the rerun: ``WorkflowCreated`` (with ``rerun_of``),
     ``WorkflowStarted`` and a ``StepReused`` per reused step. ``input`` None keeps the previous
     input; another is validated like a start's (InvalidInputError, PayloadTooLargeError)."""
-    first = start_run(
+    out = start_run(
         definition, execution_id=previous.execution_id,
         input=previous.input if input is None else input, now=now, limits=limits,
         parent=previous.parent, schedule_id=previous.schedule_id, run=previous.run + 1,
+        rerun_of=ev.RerunOf(run=previous.run, from_step=plan.from_step),
     )  # fmt: skip
-    rerun_of = ev.RerunOf(run=previous.run, from_step=plan.from_step)
-    out: list[ev.Event] = [first[0].model_copy(update={"rerun_of": rerun_of}), first[1]]
     for step_id in plan.reused:
         record = previous.steps[step_id]
         out.append(

@@ -74,8 +74,10 @@ def start_run(
     parent: ev.ParentRef | None = None,
     schedule_id: str | None = None,
     run: int = 1,
+    rerun_of: ev.RerunOf | None = None,
 ) -> list[ev.Event]:
-    """``WorkflowCreated`` and ``WorkflowStarted`` of a new run. The input gets its defaults and
+    """``WorkflowCreated`` and ``WorkflowStarted`` of a new run (``rerun_of``: the run a rerun
+    repeats). The input gets its defaults and
     is validated strictly (leniently for a child); raises InvalidInputError or
     PayloadTooLargeError, recording nothing."""
     value = {} if input is None else input
@@ -89,7 +91,7 @@ def start_run(
     created = ev.WorkflowCreated(
         seq=1, timestamp_ms=now, execution_id=execution_id, workflow=definition.name,
         version=definition.version, definition_hash=definition.definition_hash, input=value,
-        limits=limits, parent=parent, schedule_id=schedule_id, run=run,
+        limits=limits, parent=parent, schedule_id=schedule_id, run=run, rerun_of=rerun_of,
         flow=start_flow(definition, value),
     )  # fmt: skip
     return [created, ev.WorkflowStarted(seq=2, timestamp_ms=now)]

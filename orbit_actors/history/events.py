@@ -1,12 +1,18 @@
-"""Every history event of execution.md as a typed, frozen model with stable JSON.
+"""Every history event of execution.md as a plain slotted class with stable JSON.
 
-``Event`` is one discriminated union on ``type``; :func:`event_from_json` decodes a stored event and
-:func:`event_to_json` encodes one. Optional fields that are absent are left out of the JSON;
-payload fields (``output``, ``input``, ``payload``) keep an explicit ``null``.
+Inside the pure core an event is a plain dataclass (``__slots__``, keyword-only fields, ``type``
+a default naming its class): building one costs what a small object does. ``Event`` is one
+discriminated union on ``type``, and the module's functions are the only way in and out: they go
+through one pydantic ``TypeAdapter`` over that union (unknown fields forbidden), so
+:func:`event_from_json` validates a stored event as strictly as before and :func:`event_to_json`
+writes the same text. Optional fields that are absent are left out of the JSON; payload fields
+(``output``, ``input``, ``payload``) keep an explicit ``null``. Nothing writes into an event once
+built (a history is append-only); an event is not hashable.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -23,6 +29,11 @@ def _absent(value: object) -> bool:
 def _optional() -> Any:
     """An optional field, left out of the JSON when absent."""
     return Field(default=None, exclude_if=_absent)
+
+
+_OPTIONAL = Field(exclude_if=_absent)
+"""An event's optional field (``Annotated[T | None, _OPTIONAL] = None``): absent, it is left out
+of the JSON."""
 
 
 class ErrorInfo(_Frozen):
@@ -53,7 +64,10 @@ class EffectiveLimits(_Frozen):
     max_payload_bytes: int
 
 
-class _Event(_Frozen):
+@dataclass(slots=True, kw_only=True)
+class _Event:
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
     seq: int
     timestamp_ms: int
 
@@ -74,6 +88,7 @@ class StartFlow(_Frozen):
     rate_keys: dict[str, str] | None = _optional()  # task → the key of its rate limit
 
 
+@dataclass(slots=True, kw_only=True)
 class WorkflowCreated(_Event):
     """The run exists: its definition, input and effective limits (and, for a rerun, the run it
     repeats)."""
@@ -85,19 +100,21 @@ class WorkflowCreated(_Event):
     definition_hash: str
     input: Any
     limits: EffectiveLimits
-    parent: ParentRef | None = _optional()
-    schedule_id: str | None = _optional()
+    parent: Annotated[ParentRef | None, _OPTIONAL] = None
+    schedule_id: Annotated[str | None, _OPTIONAL] = None
     run: int = 1
-    rerun_of: RerunOf | None = _optional()
-    flow: StartFlow | None = _optional()
+    rerun_of: Annotated[RerunOf | None, _OPTIONAL] = None
+    flow: Annotated[StartFlow | None, _OPTIONAL] = None
 
 
+@dataclass(slots=True, kw_only=True)
 class WorkflowStarted(_Event):
     """The run started (committed together with ``WorkflowCreated``)."""
 
     type: Literal["WorkflowStarted"] = "WorkflowStarted"
 
 
+@dataclass(slots=True, kw_only=True)
 class StepScheduled(_Event):
     """A unit's attempt is ready: its evaluated input is recorded so replay never re-evaluates."""
 
@@ -107,11 +124,12 @@ class StepScheduled(_Event):
     input: Any
     idempotency_key: str
     redelivery: bool = False
-    start_by_ms: int | None = _optional()
+    start_by_ms: Annotated[int | None, _OPTIONAL] = None
     """When no worker took the unit by then, its attempt fails with ``SCHEDULE_TIMEOUT``
     (the task's ``schedule_to_start``; absent: it may wait forever)."""
 
 
+@dataclass(slots=True, kw_only=True)
 class StepSkipped(_Event):
     """A step's ``when`` was false."""
 
@@ -119,6 +137,7 @@ class StepSkipped(_Event):
     step: str
 
 
+@dataclass(slots=True, kw_only=True)
 class StepReused(_Event):
     """A rerun takes a step's output from the run it repeats: the step is not dispatched."""
 
@@ -128,19 +147,22 @@ class StepReused(_Event):
     from_run: int
 
 
+@dataclass(slots=True, kw_only=True)
 class ExecutionPaused(_Event):
     """An operator paused the execution: nothing new is dispatched until it is unpaused."""
 
     type: Literal["ExecutionPaused"] = "ExecutionPaused"
-    reason: str | None = _optional()
+    reason: Annotated[str | None, _OPTIONAL] = None
 
 
+@dataclass(slots=True, kw_only=True)
 class ExecutionUnpaused(_Event):
     """The execution was unpaused: what waited is dispatched."""
 
     type: Literal["ExecutionUnpaused"] = "ExecutionUnpaused"
 
 
+@dataclass(slots=True, kw_only=True)
 class StepFanOut(_Event):
     """A fan-out step's list was evaluated: one unit per item."""
 
@@ -149,6 +171,7 @@ class StepFanOut(_Event):
     items: list[Any]
 
 
+@dataclass(slots=True, kw_only=True)
 class StepDispatched(_Event):
     """An attempt left for a worker (or the built-in runner, or a child) under a fresh token."""
 
@@ -158,9 +181,10 @@ class StepDispatched(_Event):
     token: str
     worker_id: str
     worker_session: str
-    deadline_ms: int | None = _optional()
+    deadline_ms: Annotated[int | None, _OPTIONAL] = None
 
 
+@dataclass(slots=True, kw_only=True)
 class StepSucceeded(_Event):
     """A unit resolved with an output."""
 
@@ -170,6 +194,7 @@ class StepSucceeded(_Event):
     output: Any
 
 
+@dataclass(slots=True, kw_only=True)
 class StepAttemptFailed(_Event):
     """One attempt failed; the decider retries or fails the unit."""
 
@@ -179,6 +204,7 @@ class StepAttemptFailed(_Event):
     error: ErrorInfo
 
 
+@dataclass(slots=True, kw_only=True)
 class StepAttemptUncertain(_Event):
     """The worker holding an attempt was lost: the attempt will be delivered again."""
 
@@ -188,6 +214,7 @@ class StepAttemptUncertain(_Event):
     reason: str
 
 
+@dataclass(slots=True, kw_only=True)
 class RetryScheduled(_Event):
     """A failed unit will be tried again after ``delay_ms``."""
 
@@ -197,6 +224,7 @@ class RetryScheduled(_Event):
     delay_ms: int
 
 
+@dataclass(slots=True, kw_only=True)
 class StepFailed(_Event):
     """A unit (or a whole step) failed for good."""
 
@@ -205,6 +233,7 @@ class StepFailed(_Event):
     error: ErrorInfo
 
 
+@dataclass(slots=True, kw_only=True)
 class StepCancelled(_Event):
     """A unit in flight was cancelled (abort, fan-out failure, continue-as-new)."""
 
@@ -213,6 +242,7 @@ class StepCancelled(_Event):
     reason: str
 
 
+@dataclass(slots=True, kw_only=True)
 class StaleResultIgnored(_Event):
     """A result that could not count: for a resolved unit, or a failure from an old token."""
 
@@ -222,6 +252,7 @@ class StaleResultIgnored(_Event):
     outcome: Literal["duplicate", "failure"]
 
 
+@dataclass(slots=True, kw_only=True)
 class TimerStarted(_Event):
     """A durable timer (sleep, until, await timeout) was armed."""
 
@@ -230,6 +261,7 @@ class TimerStarted(_Event):
     fire_at_ms: int
 
 
+@dataclass(slots=True, kw_only=True)
 class TimerFired(_Event):
     """A durable timer fired; ``step`` ``run:timeout`` marks the run's own timeout."""
 
@@ -237,6 +269,7 @@ class TimerFired(_Event):
     step: str
 
 
+@dataclass(slots=True, kw_only=True)
 class SignalReceived(_Event):
     """A signal arrived; its ``seq`` is its identity."""
 
@@ -245,6 +278,7 @@ class SignalReceived(_Event):
     payload: Any
 
 
+@dataclass(slots=True, kw_only=True)
 class SignalDelivered(_Event):
     """An ``await`` unit took the signal received at ``signal_seq``."""
 
@@ -253,6 +287,7 @@ class SignalDelivered(_Event):
     signal_seq: int
 
 
+@dataclass(slots=True, kw_only=True)
 class CancelRequested(_Event):
     """A caller asked for the execution to be cancelled."""
 
@@ -260,6 +295,7 @@ class CancelRequested(_Event):
     reason: str
 
 
+@dataclass(slots=True, kw_only=True)
 class LimitExceeded(_Event):
     """A limit of the run was reached; the run aborts."""
 
@@ -268,6 +304,7 @@ class LimitExceeded(_Event):
     message: str
 
 
+@dataclass(slots=True, kw_only=True)
 class DefinitionMigrated(_Event):
     """The execution goes on under another version of its workflow (one the upgrade check found
     compatible); replay uses the new definition from this event on."""
@@ -278,6 +315,7 @@ class DefinitionMigrated(_Event):
     definition_hash: str
 
 
+@dataclass(slots=True, kw_only=True)
 class WorkflowCompleted(_Event):
     """Terminal: every step resolved; ``output`` is the workflow's output."""
 
@@ -285,6 +323,7 @@ class WorkflowCompleted(_Event):
     output: Any
 
 
+@dataclass(slots=True, kw_only=True)
 class WorkflowFailed(_Event):
     """Terminal: the run aborted on a failure or a limit."""
 
@@ -293,6 +332,7 @@ class WorkflowFailed(_Event):
     compensation: Literal["none", "completed", "failed"]
 
 
+@dataclass(slots=True, kw_only=True)
 class WorkflowCancelled(_Event):
     """Terminal: the run was cancelled."""
 
@@ -300,12 +340,14 @@ class WorkflowCancelled(_Event):
     reason: str
 
 
+@dataclass(slots=True, kw_only=True)
 class WorkflowTimedOut(_Event):
     """Terminal: the run passed its timeout."""
 
     type: Literal["WorkflowTimedOut"] = "WorkflowTimedOut"
 
 
+@dataclass(slots=True, kw_only=True)
 class WorkflowTerminated(_Event):
     """Terminal: an operator ended the run at once (no compensation, no handlers)."""
 
@@ -313,6 +355,7 @@ class WorkflowTerminated(_Event):
     reason: str
 
 
+@dataclass(slots=True, kw_only=True)
 class WorkflowContinuedAsNew(_Event):
     """Terminal for this run: run ``next_run`` starts with ``input``."""
 
@@ -372,7 +415,8 @@ _LIST_ADAPTER: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 
 
 def event_from_json(data: str | bytes | dict[str, Any]) -> Event:
-    """Decode one event from its JSON text or its dict form."""
+    """Decode one event from its JSON text or its dict form (a ``ValidationError`` when it is not
+    one)."""
     if isinstance(data, dict):
         return _ADAPTER.validate_python(data)
     return _ADAPTER.validate_json(data)
@@ -380,17 +424,17 @@ def event_from_json(data: str | bytes | dict[str, Any]) -> Event:
 
 def event_to_dict(event: Event) -> dict[str, Any]:
     """The JSON-ready dict of an event."""
-    return event.model_dump(mode="json")
+    return _ADAPTER.dump_python(event, mode="json")  # type: ignore[no-any-return]
 
 
 def event_to_json(event: Event) -> str:
     """The stable JSON text of an event."""
-    return event.model_dump_json()
+    return _ADAPTER.dump_json(event).decode()
 
 
 def events_to_json(events: list[Event]) -> str:
     """The JSON array of several events, in one call (what a store writes per commit)."""
-    return "[" + ",".join(e.__pydantic_serializer__.to_json(e).decode() for e in events) + "]"
+    return _LIST_ADAPTER.dump_json(events).decode()
 
 
 def events_from_json(data: str | bytes) -> list[Event]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orbit_actors.history import event_to_dict
 from tests.conftest import driver
 
 
@@ -90,4 +91,4 @@ def test_a_late_success_after_a_timeout_is_still_accepted() -> None:
 def test_no_deadline_without_a_timeout() -> None:
     d = driver("steps: [{id: a, task: t}]")
     d.dispatch("a")
-    assert "deadline_ms" not in d.of_type("StepDispatched")[0].model_dump()
+    assert "deadline_ms" not in event_to_dict(d.of_type("StepDispatched")[0])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from trio.testing import MockClock, wait_all_tasks_blocked
 
+from orbit_actors.history import event_to_dict
 from orbit_actors.runtime import Runtime
 
 CHILD = """
@@ -70,7 +71,7 @@ async def test_the_queued_child_of_a_terminated_parent_is_terminated_without_sta
     assert (await runtime.wait("mom.c", 10)).status == "terminated"
     history = await runtime.history("mom.c")
     assert [e.type for e in history] == ["WorkflowCreated", "WorkflowTerminated"]
-    assert history[-1].model_dump()["reason"] == "parent terminated"
+    assert event_to_dict(history[-1])["reason"] == "parent terminated"
 
 
 async def test_a_queued_execution_is_terminated_at_once_and_gives_its_place_up(
