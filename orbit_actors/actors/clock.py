@@ -32,6 +32,8 @@ class Clock:
         # the run's clock itself (what trio.current_time() asks, two calls further down): an
         # execution reads the time a dozen times
         self._time = trio.lowlevel.current_clock().current_time
+        self.seconds: Callable[[], float] = self._time
+        """``trio.current_time()`` read from the run's clock directly (a sixth of the cost)."""
         self._anchor = self._time()
 
     def now_ms(self) -> int:

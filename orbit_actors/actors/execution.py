@@ -210,7 +210,7 @@ class ExecutionActor:
         """The next command, None when the state's own wake-up comes first, or
         :data:`_PASSIVATE` when the execution rests and no command came for a while."""
         mailbox = self.mailbox
-        if len(mailbox) or mailbox.closed:  # no WouldBlock raised and caught per command
+        if mailbox.ready:  # no WouldBlock raised and caught per command
             return mailbox.receive_nowait()
         policy = self.ports.passivation
         if policy is not None:
@@ -275,15 +275,16 @@ class ExecutionActor:
         await self._advance(operate.unpause(self.state, self.execution_id, self._now()))
 
     async def _on_result(self, c: cmd.ReportResult) -> pure.Verdict:
+        now = self._now()
         events, verdict = pure.report_result(
-            self.state, self.definition, c.token, now=self._now(), worker_id=c.worker_id,
+            self.state, self.definition, c.token, now=now, worker_id=c.worker_id,
             output=c.output, failure=c.failure,
         )  # fmt: skip
         # the worker is done with the token: its slot is free before the decisions, so a unit
         # this result makes ready can take it in the same commit
         held = self.ports.pool.settle(c.token)
         try:
-            await self._advance(events, reported=c.token)
+            await self._advance(events, reported=c.token, now=now)
         except StorageError:
             if held is not None and not self.ports.pool.restore(held):
                 self._lost(c.token)  # not recorded, and its session is gone: redeliver
@@ -303,7 +304,7 @@ class ExecutionActor:
             pool.release(c.token)
             return
         try:
-            await self._advance(events, charges=charges)
+            await self._advance(events, charges=charges, now=now)
         except RateLimited:
             pool.release(c.token)
             self._hold(c.key)
@@ -349,7 +350,7 @@ class ExecutionActor:
         if events is None or charges is None:
             return None
         try:
-            await self._advance(events, charges=charges)
+            await self._advance(events, charges=charges, now=now)
         except RateLimited:
             self._hold(c.key)
             return None
@@ -406,14 +407,16 @@ class ExecutionActor:
         command_events: list[Event],
         reported: str | None = None,
         charges: tuple[RateCharge, ...] = (),
+        now: int | None = None,
     ) -> list[Event]:
         """Apply command events, decide to the fixpoint, commit, then publish the effects
         (``reported`` is a token whose worker just answered: it needs no cancel). With
         ``charges`` (the command is a dispatch) a commit the store refuses over a rate limit
-        leaves the state as durable and raises :class:`RateLimited`."""
+        leaves the state as durable and raises :class:`RateLimited`. ``now`` is the time the
+        command's events were made at, when read in the same step (the decisions take it too)."""
         for event in command_events:
             apply(self.state, event)
-        return await self._settle(command_events, reported, charges=charges)
+        return await self._settle(command_events, reported, charges=charges, now=now)
 
     async def _settle(
         self,
@@ -424,13 +427,15 @@ class ExecutionActor:
         admit: Admission | None = None,
         charges: tuple[RateCharge, ...] = (),
         claim_rated: bool = True,
+        now: int | None = None,
     ) -> list[Event]:
         """Decide to the fixpoint after ``applied`` (already in the state), commit, publish.
         A unit dispatched in the same commit charges its rate limit there too; when the store
         refuses that, the batch is decided again without dispatching rate-limited units (they
         wait in the pool), so the rest of it is not held up."""
         state = self.state
-        now = self._now()
+        if now is None:
+            now = self._now()
         decided = decide_to_fixpoint(state, self.definition, now)
         batch = [*applied, *decided]
         if not batch:
@@ -503,7 +508,8 @@ class ExecutionActor:
         return claimed, tuple(charged)
 
     async def _commit(self, commit: Commit) -> None:
-        began = trio.current_time()
+        seconds = self.ports.clock.seconds
+        began = seconds()
         try:
             await self.ports.store.commit(commit)
         except OwnershipLostError:
@@ -512,7 +518,7 @@ class ExecutionActor:
             if not commit.create:  # a new execution has no durable history to go back to
                 await self._reload()
             raise
-        self.ports.committed(self.state, commit.events, trio.current_time() - began)
+        self.ports.committed(self.state, commit.events, seconds() - began)
 
     async def _reload(self) -> None:
         """Memory goes back to what is durable (the commit rule)."""

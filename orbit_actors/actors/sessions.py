@@ -205,7 +205,7 @@ class SessionManager:
 
     def seen(self, session: WorkerSession) -> None:
         """Any message is a sign of life."""
-        session.expires_at = trio.current_time() + self.timeout_ms / 1000
+        session.expires_at = self.ports.clock.seconds() + self.timeout_ms / 1000
         if session.expires_at < self._next_wake:
             self._poke()
 

@@ -127,6 +127,12 @@ class Mailbox(Generic[C]):
         """How many commands wait to be received."""
         return len(self._queue)
 
+    @property
+    def ready(self) -> bool:
+        """True when :meth:`receive_nowait` answers at once: a command waits, or the mailbox
+        is closed (it raises :class:`ActorGoneError`)."""
+        return bool(self._queue) or self._closed_why is not None
+
     async def send(self, command: C) -> None:
         """Queue ``command``, waiting while the mailbox is full."""
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -150,10 +156,10 @@ class Mailbox(Generic[C]):
 
     async def receive(self) -> C:
         """The next command (for the actor)."""
-        await trio.lowlevel.checkpoint_if_cancelled()
         if self._queue:
+            await trio.lowlevel.checkpoint_if_cancelled()
             await trio.lowlevel.cancel_shielded_checkpoint()
-        else:
+        else:  # the wait itself raises a cancel pending when it parks (trio delivers it then)
             self._receiver = trio.lowlevel.current_task()
             await trio.lowlevel.wait_task_rescheduled(self._abandon)
         return self.receive_nowait()

@@ -8,7 +8,6 @@ messages the workers chose to report.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import Any
 
 from ..history.events import Event
@@ -36,8 +35,9 @@ _LOGGED = {"WorkflowCreated": (logging.INFO, "execution started"), **_FINISHED, 
 """Every event type that is logged, with its level and message."""
 
 
-def log_batch(state: ExecutionState, batch: Iterable[Event]) -> None:
-    """Log the significant events of a durable batch of ``state``."""
+def log_committed(state: ExecutionState, batch: list[Event], seconds: float) -> None:
+    """Log the significant events of a durable batch of ``state`` (a commit observer;
+    ``seconds``, what the commit took, is not logged)."""
     for event in batch:
         found = _LOGGED.get(event.type)  # most events of a batch are not logged: one look-up
         if found is None or not log.isEnabledFor(found[0]):
@@ -62,8 +62,3 @@ def _emit(level: int, message: str, state: ExecutionState, **fields: Any) -> Non
     orbit = {"execution_id": state.execution_id, "workflow": state.workflow}
     orbit.update({k: v for k, v in fields.items() if v is not None})
     log.log(level, message, extra={"orbit": orbit})
-
-
-def log_committed(state: ExecutionState, batch: list[Event], seconds: float) -> None:
-    """:func:`log_batch` as a commit observer."""
-    log_batch(state, batch)

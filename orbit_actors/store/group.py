@@ -41,7 +41,7 @@ class RetryBatch(Exception):
     (another process raced it; a fresh read will see what that process wrote)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class CommitWork:
     """One commit with its events already serialized as one JSON array (serialized by the
     caller, off the writer's thread); ``refused`` is set by the batcher when a ``create`` commit
@@ -107,7 +107,7 @@ class Engine(Protocol[C]):
         ...
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Request:
     work: Any  # a callable taking the connection, or a write the batcher runs
     weight: int
@@ -230,8 +230,10 @@ class GroupWriter(Generic[C]):
         wake_in = self._wake_in
         while not request.done:
             await trio.lowlevel.wait_readable(wake_in)
-            with contextlib.suppress(BlockingIOError):  # woken for batches already handed out
+            try:  # noqa: SIM105 (contextlib.suppress's object and calls, on every wake-up)
                 wake_in.recv(4096)
+            except BlockingIOError:  # woken for batches already handed out
+                pass
             self._hand_out()
 
     def _hand_out(self) -> None:

@@ -150,3 +150,28 @@ async def test_a_cancelled_reply_wait_leaves_the_reply_answerable() -> None:
         await reply.wait()
     reply.set(7)
     assert await reply.wait() == 7
+
+
+def test_a_mailbox_is_ready_when_a_command_waits_or_it_is_closed() -> None:
+    mailbox: Mailbox[Command] = Mailbox("m")
+    assert not mailbox.ready
+    mailbox.send_nowait(Ping(1))
+    assert mailbox.ready
+    mailbox.receive_nowait()
+    assert not mailbox.ready
+    mailbox.close("finished")
+    assert mailbox.ready  # receive_nowait answers at once: ActorGoneError
+
+
+async def test_a_receive_in_a_cancelled_scope_raises_cancelled_and_takes_nothing() -> None:
+    mailbox: Mailbox[Command] = Mailbox("m")
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await mailbox.receive()  # empty: the wait itself is the checkpoint
+    assert scope.cancelled_caught
+    mailbox.send_nowait(Ping(1))  # no receiver left behind to be woken
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await mailbox.receive()  # a command waits: cancelled all the same, and it stays
+    assert scope.cancelled_caught
+    assert len(mailbox) == 1
