@@ -29,7 +29,7 @@ async def linger(stream: trio.abc.Stream) -> None:
     holds unread bytes makes the kernel reset the connection, and the client could lose the
     answer before reading it."""
     with trio.move_on_after(LINGER_TIMEOUT):
-        if isinstance(stream, trio.SocketStream):
+        if isinstance(stream, trio.abc.HalfCloseableStream):
             await stream.send_eof()
         drained = 0
         while drained < LINGER_BYTES:
@@ -48,6 +48,11 @@ class SendLock:
     def __init__(self) -> None:
         self._held = False
         self._waiting = trio.lowlevel.ParkingLot()
+
+    @property
+    def held(self) -> bool:
+        """A task holds the lock (a write is under way or handed over)."""
+        return self._held
 
     async def __aenter__(self) -> None:
         if self._held:
