@@ -58,7 +58,7 @@ class DirectStream(trio.abc.HalfCloseableStream):
             raise trio.ClosedResourceError("the socket was closed")
         return fd
 
-    async def _checkpoint(self) -> None:
+    async def checkpoint(self) -> None:
         """Raise if cancelled; yield once every :data:`CALLS_BEFORE_A_CHECKPOINT` calls."""
         if self._unyielded >= CALLS_BEFORE_A_CHECKPOINT:
             self._unyielded = 0
@@ -74,7 +74,7 @@ class DirectStream(trio.abc.HalfCloseableStream):
             max_bytes = DEFAULT_RECEIVE_SIZE
         elif max_bytes < 1:
             raise ValueError("max_bytes must be >= 1")
-        await self._checkpoint()
+        await self.checkpoint()
         while True:
             try:
                 return os.read(self._fd(), max_bytes)
@@ -96,7 +96,7 @@ class DirectStream(trio.abc.HalfCloseableStream):
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Write all of ``data``, waiting whenever the socket is full."""
-        await self._checkpoint()
+        await self.checkpoint()
         view = memoryview(data)
         while True:
             view = view[self.send_now(view) :]
