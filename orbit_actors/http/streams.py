@@ -9,6 +9,8 @@ from types import TracebackType
 
 import trio
 
+from .direct_stream import DirectStream
+
 LINGER_TIMEOUT = 2.0
 """How long the client's remaining bytes are read (and dropped) before the connection closes."""
 LINGER_BYTES = 16 * 1024 * 1024
@@ -29,7 +31,7 @@ async def linger(stream: trio.abc.Stream) -> None:
     holds unread bytes makes the kernel reset the connection, and the client could lose the
     answer before reading it."""
     with trio.move_on_after(LINGER_TIMEOUT):
-        if isinstance(stream, trio.SocketStream):
+        if isinstance(stream, trio.abc.HalfCloseableStream):
             await stream.send_eof()
         drained = 0
         while drained < LINGER_BYTES:
@@ -48,6 +50,11 @@ class SendLock:
     def __init__(self) -> None:
         self._held = False
         self._waiting = trio.lowlevel.ParkingLot()
+
+    @property
+    def held(self) -> bool:
+        """A task holds the lock (a write is under way or handed over)."""
+        return self._held
 
     async def __aenter__(self) -> None:
         if self._held:
@@ -98,7 +105,15 @@ class Deadline:
         """Write ``data`` (writes are serialized by their callers); the wait's deadline is
         restored after it, or, with ``restore`` False, left to the caller's next
         :meth:`expect` (one deadline move fewer per answer), the write's own deadline and phase
-        holding until then."""
+        holding until then. On a socket read directly, a write it takes at once moves no
+        deadline at all."""
+        stream = self.stream
+        if isinstance(stream, DirectStream) and len(data) <= WRITE_PIECE:
+            await stream.checkpoint()
+            sent = stream.send_now(data)
+            if sent == len(data):
+                return  # left at once: no deadline was needed
+            data = data[sent:]
         phase, scope = self.phase, self.scope
         self.phase = "write"
         try:

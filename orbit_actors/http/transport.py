@@ -43,6 +43,7 @@ from email.utils import formatdate
 import trio
 
 from .application import Application, Limits
+from .direct_stream import DirectStream
 from .http1 import (
     CONTINUE,
     Refusal,
@@ -191,6 +192,7 @@ class Server:
 
     # -- connections ---------------------------------------------------------------------------
     async def _connection(self, stream: trio.abc.Stream) -> None:
+        stream = DirectStream.over(stream)  # a plain socket without trio's wrappers
         out = Deadline(stream, self._limits.write_timeout)
         try:
             with out.scope:
@@ -204,8 +206,8 @@ class Server:
         finally:
             if isinstance(stream, trio.SSLStream):
                 await _close_tls(stream)
-            elif isinstance(stream, trio.SocketStream):
-                stream.socket.close()  # what aclose_forcefully does, without its cancel scope
+            elif isinstance(stream, DirectStream):
+                stream.close()  # what aclose_forcefully does, without its cancel scope
             else:
                 await trio.aclose_forcefully(stream)
             self._open -= 1

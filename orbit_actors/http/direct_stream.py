@@ -1,0 +1,122 @@
+"""A plain TCP connection's socket on the server, read and written directly: a read or a write
+that the socket can take at once is one system call, with no trip through trio's scheduler; only
+one that would block waits (``wait_readable``, ``wait_writable``). The worker's side does the
+same (:mod:`.client_direct`).
+
+Why: trio's ``SocketStream`` yields to the scheduler after every successful ``recv`` and
+``send``, and wraps each in a conflict detector, an error translator and a context manager:
+about 25,000 instructions a call, several calls per execution.
+
+What stays the same:
+
+- **Cancellation.** Every read and write first raises ``trio.Cancelled`` when its scope is
+  cancelled (``checkpoint_if_cancelled``), as trio's do: a deadline that passed ends the
+  connection at its next read even if the client keeps sending.
+- **Fairness.** A read or write that does not wait does not yield either, so after
+  :data:`CALLS_BEFORE_A_CHECKPOINT` of them in a row the next one passes through the scheduler
+  first: a connection that always has data, or always room, still lets the others run.
+- **Errors.** A socket that broke is ``trio.BrokenResourceError``, one closed (even while a
+  task waits on it) ``trio.ClosedResourceError``, as ``SocketStream`` raises them. The
+  ``SocketStream`` stays the socket's owner: :meth:`aclose` and :meth:`send_eof` are its own.
+
+Only on POSIX, where ``read`` and ``write`` work on a socket; elsewhere, and over TLS, the
+stream is used as it is (:meth:`DirectStream.over`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+CALLS_BEFORE_A_CHECKPOINT = 16
+"""Reads and writes in a row that did not wait, after which the next one yields first."""
+DEFAULT_RECEIVE_SIZE = 65536
+
+
+class DirectStream(trio.abc.HalfCloseableStream):
+    """A plain :class:`trio.SocketStream` used without its wrappers (see the module)."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.socket = stream.socket
+        self._unyielded = 0  # reads and writes in a row that did not yield
+
+    @classmethod
+    def over(cls, stream: trio.abc.Stream) -> trio.abc.Stream:
+        """``stream`` read and written directly when it is a plain socket on POSIX, else as it
+        is."""
+        if os.name == "posix" and isinstance(stream, trio.SocketStream):
+            return cls(stream)
+        return stream
+
+    def _fd(self) -> int:
+        """The socket's descriptor; ``ClosedResourceError`` once it was closed (so that a
+        descriptor number reused by another socket is never touched)."""
+        fd = self.socket.fileno()
+        if fd < 0:
+            raise trio.ClosedResourceError("the socket was closed")
+        return fd
+
+    async def checkpoint(self) -> None:
+        """Raise if cancelled; yield once every :data:`CALLS_BEFORE_A_CHECKPOINT` calls."""
+        if self._unyielded >= CALLS_BEFORE_A_CHECKPOINT:
+            self._unyielded = 0
+            await trio.lowlevel.checkpoint()
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        self._unyielded += 1
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        """What the socket holds (up to ``max_bytes``), waiting only when it holds nothing;
+        ``b""`` once the peer ended the connection."""
+        if max_bytes is None:
+            max_bytes = DEFAULT_RECEIVE_SIZE
+        elif max_bytes < 1:
+            raise ValueError("max_bytes must be >= 1")
+        await self.checkpoint()
+        while True:
+            try:
+                return os.read(self._fd(), max_bytes)
+            except BlockingIOError:
+                self._unyielded = 0
+                await trio.lowlevel.wait_readable(self.socket)
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"the socket broke: {exc}") from exc
+
+    def send_now(self, data: bytes | bytearray | memoryview) -> int:
+        """Write what the socket takes at once, without waiting; the number of bytes taken (0
+        when it is full)."""
+        try:
+            return os.write(self._fd(), data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"the socket broke: {exc}") from exc
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        """Write all of ``data``, waiting whenever the socket is full."""
+        await self.checkpoint()
+        view = memoryview(data)
+        while True:
+            view = view[self.send_now(view) :]
+            if not view:
+                return
+            self._unyielded = 0
+            await trio.lowlevel.wait_writable(self.socket)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        """Wait until the socket has room."""
+        await self.stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        """Stop sending (the peer reads the end of the stream); reading goes on."""
+        await self.stream.send_eof()
+
+    async def aclose(self) -> None:
+        """Close the socket (the ``SocketStream``'s own close)."""
+        await self.stream.aclose()
+
+    def close(self) -> None:
+        """Close the socket at once, what ``aclose`` does without its checkpoint."""
+        self.socket.close()

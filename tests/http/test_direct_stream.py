@@ -1,0 +1,149 @@
+"""The server's plain TCP socket read and written directly (``http/direct_stream.py``): it
+waits only when the socket is empty or full, still lets the other tasks run now and then, still
+honours cancellation, and fails as trio's ``SocketStream`` does."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from orbit_actors.http.direct_stream import CALLS_BEFORE_A_CHECKPOINT, DirectStream
+
+GUARD = 20  # seconds: a hang guard, never a speed assertion
+
+
+def pair() -> tuple[DirectStream, trio.socket.SocketType]:
+    ours, theirs = trio.socket.socketpair()
+    direct = DirectStream.over(trio.SocketStream(ours))
+    assert isinstance(direct, DirectStream)
+    return direct, theirs
+
+
+async def test_a_reader_that_always_finds_data_lets_other_tasks_run() -> None:
+    direct, theirs = pair()
+    chunks = 3 * CALLS_BEFORE_A_CHECKPOINT
+    await theirs.send(b"x" * 64 * chunks)  # all there before the first read
+    reads = 0
+    seen_at: list[int] = []
+
+    async def other() -> None:
+        seen_at.append(reads)
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other)  # runs once this task gives the scheduler a turn
+            for _ in range(chunks):
+                assert await direct.receive_some(64) == b"x" * 64
+                reads += 1
+    # a turn every CALLS_BEFORE_A_CHECKPOINT reads (trio picks which runnable task goes first)
+    assert seen_at[0] < chunks and seen_at[0] % CALLS_BEFORE_A_CHECKPOINT == 0
+    theirs.close()
+    direct.close()
+
+
+async def test_a_writer_that_always_has_room_lets_other_tasks_run() -> None:
+    direct, theirs = pair()
+    chunks = 3 * CALLS_BEFORE_A_CHECKPOINT
+    writes = 0
+    seen_at: list[int] = []
+
+    async def other() -> None:
+        seen_at.append(writes)
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other)
+            for _ in range(chunks):
+                await direct.send_all(b"y")
+                writes += 1
+    assert seen_at[0] < chunks and seen_at[0] % CALLS_BEFORE_A_CHECKPOINT == 0
+    theirs.close()
+    direct.close()
+
+
+async def test_a_read_in_a_cancelled_scope_raises_even_with_data_waiting() -> None:
+    direct, theirs = pair()
+    await theirs.send(b"late")
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await direct.receive_some(64)
+    assert scope.cancelled_caught
+    assert await direct.receive_some(64) == b"late"  # nothing was lost
+    theirs.close()
+    direct.close()
+
+
+async def test_a_read_waits_for_data_and_ends_with_the_peer() -> None:
+    direct, theirs = pair()
+
+    async def send_later() -> None:
+        await trio.sleep(0.01)
+        await theirs.send(b"hello")
+        theirs.close()
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send_later)
+            assert await direct.receive_some() == b"hello"
+            assert await direct.receive_some() == b""
+    direct.close()
+
+
+async def test_a_write_to_a_full_socket_waits_and_arrives_whole_in_order() -> None:
+    direct, theirs = pair()
+    data = bytes(range(256)) * 40_000  # ~10 MB: more than the socket buffers hold
+    received = bytearray()
+
+    async def read_all() -> None:
+        while len(received) < len(data):
+            received.extend(await theirs.recv(1 << 16))
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_all)
+            await direct.send_all(data)
+    assert received == data
+    theirs.close()
+    direct.close()
+
+
+async def test_send_now_takes_what_fits_and_zero_when_full() -> None:
+    direct, theirs = pair()
+    taken = [direct.send_now(b"z" * (1 << 20)) for _ in range(64)]
+    assert taken[0] > 0 and taken[-1] == 0
+    theirs.close()
+    direct.close()
+
+
+async def test_a_closed_socket_is_a_closed_resource_even_for_a_waiting_reader() -> None:
+    direct, theirs = pair()
+
+    async def close_soon() -> None:
+        await trio.sleep(0.01)
+        await direct.aclose()
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close_soon)
+            with pytest.raises(trio.ClosedResourceError):
+                await direct.receive_some(64)
+    with pytest.raises(trio.ClosedResourceError):
+        await direct.send_all(b"x")
+    theirs.close()
+
+
+async def test_a_peer_that_vanished_is_a_broken_resource() -> None:
+    direct, theirs = pair()
+    theirs.close()
+    with pytest.raises(trio.BrokenResourceError):
+        for _ in range(8):  # the first write may still be taken by the kernel
+            await direct.send_all(b"x" * 65536)
+    direct.close()
+
+
+async def test_only_a_plain_socket_is_read_directly() -> None:
+    left, right = trio.testing.memory_stream_pair()
+    assert DirectStream.over(left) is left
+    await left.aclose()
+    await right.aclose()
