@@ -27,6 +27,7 @@ _DATA = (CONTINUATION, TEXT, BINARY)
 _CONTROL = (CLOSE, PING, PONG)
 _ACCEPT_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MAX_CONTROL_PAYLOAD = 125
+_FINAL_TEXT = 0x80 | TEXT  # FIN set, reserved bits clear
 _KEYS_PER_DRAW = 1024
 _TRANSLATE_FROM = 1024  # bytes; see unmask
 NO_CODE = 1005
@@ -114,7 +115,7 @@ def close_payload(code: int, reason: str = "") -> bytes:
     return code.to_bytes(2, "big") + cut.encode("utf-8")
 
 
-def unmask(payload: bytes, mask: bytes) -> bytes:
+def unmask(payload: bytes | bytearray, mask: bytes | bytearray) -> bytes:
     """``payload`` XOR the repeated 4-byte ``mask``; masking and unmasking are the same
     operation. Never a loop per byte: below :data:`_TRANSLATE_FROM` bytes one big-integer XOR,
     above it one ``bytes.translate`` per key byte over every fourth byte, which is 1.5-2.5x
@@ -180,6 +181,7 @@ class FrameReader:
         self, max_message_bytes: int, max_fragments: int = 1024, *, masked: bool = True
     ) -> None:
         self._masked = masked
+        self._mask_bit = 0x80 if masked else 0
         self._buffer = bytearray()
         self._max = max_message_bytes
         self._max_fragments = max_fragments
@@ -205,6 +207,9 @@ class FrameReader:
 
     def next(self) -> str | bytes | Ping | Close | None:
         """The next message or control frame, or None until more bytes are fed."""
+        text = self._whole_text()
+        if text is not None:
+            return text
         while True:
             frame = self._frame()
             if frame is None:
@@ -221,6 +226,39 @@ class FrameReader:
             message = self._assemble(fin, opcode, payload)
             if message is not None:
                 return message
+
+    def _whole_text(self) -> str | None:
+        """The common case at a fraction of the general path's cost: the buffer starts with a
+        whole, final text frame under 64 KiB, masked as it must be, with no fragmented message
+        in progress. Anything else (or a rule broken) is None, left to the general path, which
+        reads it or refuses it as before."""
+        buffer = self._buffer
+        if len(buffer) < 4 or buffer[0] != _FINAL_TEXT or self._opcode is not None:
+            return None
+        size = buffer[1] ^ self._mask_bit  # a mask bit other than required leaves size >= 128
+        at = 2
+        if size >= 126:
+            if size != 126:
+                return None
+            size, at = (buffer[2] << 8) | buffer[3], 4
+        if size > self._max or self._discarding:
+            return None
+        payload: bytes | bytearray
+        if self._masked:
+            end = at + 4 + size
+            if len(buffer) < end:
+                return None
+            payload = unmask(buffer[at + 4 : end], buffer[at : at + 4])
+        else:
+            end = at + size
+            if len(buffer) < end:
+                return None
+            payload = buffer[at:end]
+        del buffer[:end]
+        try:
+            return payload.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ProtocolViolation(1007, "a text message that is not valid UTF-8") from None
 
     def _frame(self) -> tuple[bool, int, bytes] | None:
         buffer = self._buffer

@@ -196,3 +196,62 @@ def test_any_frames_give_messages_or_a_violation_and_never_buffer_more_than_one_
             assert len(reader._buffer) <= 14 + 500  # at most one frame's header and payload
     except ProtocolViolation as violation:
         assert violation.code in (1002, 1007, 1009)
+
+
+class _GeneralPathOnly(FrameReader):
+    """The reader with its shortcut for whole text frames turned off: the reference."""
+
+    def _whole_text(self) -> str | None:
+        return None
+
+
+def _outcome(reader: FrameReader, pieces: list[bytes]) -> tuple[list[object], int | None]:
+    found: list[object] = []
+    try:
+        for piece in pieces:
+            found += read_all(reader, piece)
+    except ProtocolViolation as violation:
+        return found, violation.code
+    return found, None
+
+
+def _frames_masked(masked: bool) -> st.SearchStrategy[list[bytes]]:
+    """Frames of every kind, each masked as a reader that wants ``masked`` requires (one in
+    twenty not), with text frames of both short length forms."""
+    return st.lists(
+        st.builds(
+            raw_frame,
+            st.sampled_from([0x81, 0x81, 0x01, 0x80, 0x00, 0x82, 0x89, 0x8A, 0x88, 0xC1]),
+            st.binary(max_size=300) | st.text(max_size=200).map(str.encode),
+            masked=st.integers(min_value=0, max_value=19).map(lambda n: masked == (n > 0)),
+        ),
+        max_size=8,
+    )
+
+
+@given(
+    data=st.data(),
+    masked=st.booleans(),
+    limit=st.sampled_from([100, 500, 100_000]),
+    chunk=st.integers(min_value=0, max_value=800) | st.just(0),
+)
+def test_the_shortcut_for_whole_text_frames_reads_and_refuses_as_the_general_path(
+    data: st.DataObject, masked: bool, limit: int, chunk: int
+) -> None:
+    """Fed in pieces of ``chunk`` bytes, or frame by frame when it is 0."""
+    frames = data.draw(_frames_masked(masked))
+    stream = b"".join(frames)
+    pieces = [stream[at : at + chunk] for at in range(0, len(stream), chunk)] if chunk else frames
+    expected = _outcome(_GeneralPathOnly(limit, masked=masked), pieces)
+    assert _outcome(FrameReader(limit, masked=masked), pieces) == expected
+
+
+@pytest.mark.parametrize("masked", [True, False])
+def test_a_whole_text_frame_fed_after_a_first_fragment_is_refused_as_a_new_message(
+    masked: bool,
+) -> None:
+    reader = FrameReader(500, masked=masked)
+    assert read_all(reader, raw_frame(0x01, b"ab", masked=masked)) == []
+    with pytest.raises(ProtocolViolation) as raised:
+        read_all(reader, raw_frame(0x81, b"cd", masked=masked))
+    assert raised.value.code == 1002
