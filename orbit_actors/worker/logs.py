@@ -11,6 +11,8 @@ import errno
 import logging
 from collections.abc import Iterable
 
+from pydantic import ValidationError
+
 from ..http import HandshakeError, WebSocketClosedError
 
 log = logging.getLogger("orbit.worker")
@@ -47,6 +49,19 @@ def task_raised(task: str, execution_id: str, step_id: str, attempt: int) -> Non
         "task %s raised in execution %s, step %s, attempt %d (it will be retried if its "
         "retry policy allows)", task, execution_id, step_id, attempt, exc_info=True,
     )  # fmt: skip
+
+
+def unreadable(message: str, exc: ValidationError) -> None:
+    """A server message this SDK cannot read was skipped (a newer server's message type, or a
+    faulty server): the session goes on."""
+    errors = exc.errors()
+    where, why = "the message", str(exc)
+    if errors:
+        where = ".".join(str(part) for part in errors[0]["loc"]) or where
+        why = errors[0]["msg"]
+    log.warning(
+        "skipped a server message this worker cannot read (%s: %s): %.200s", where, why, message
+    )
 
 
 def draining(running: int) -> None:

@@ -24,7 +24,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
 import trio
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import to_json
 
 from .._version import __version__
@@ -232,7 +232,12 @@ class Worker:
             nursery.start_soon(self._heartbeat, interval)
             try:
                 while not unregistered.is_set():
-                    message = _SERVER_MESSAGE.validate_json(await ws.receive())
+                    raw = await ws.receive()
+                    try:
+                        message = _SERVER_MESSAGE.validate_json(raw)
+                    except ValidationError as exc:  # a newer or faulty server: not fatal
+                        logs.unreadable(raw, exc)
+                        continue
                     handler = _HANDLERS.get(type(message))
                     if handler is not None:
                         handler(self, message, tasks)
