@@ -26,17 +26,6 @@ class ServerSocket(Protocol):
         """Send text messages in order; raises :class:`~.websocket.SocketClosed` once closed."""
         ...
 
-    def send_at_once(self, *messages: str) -> bool:
-        """Send text messages without waiting if the socket can take them now (True); False,
-        with nothing sent, when it cannot (then :meth:`send` them). A part the socket could not
-        take yet makes :attr:`unsent` true and leaves first on the next :meth:`send`."""
-        ...
-
-    @property
-    def unsent(self) -> bool:
-        """Part of what :meth:`send_at_once` sent waits for the next :meth:`send`."""
-        ...
-
     async def close(self, code: int, reason: str = "") -> None:
         """Send a close frame (once)."""
         ...

@@ -107,15 +107,6 @@ class AsgiSocket:
         for message in messages:
             await self._put({"type": "websocket.send", "text": message})
 
-    def send_at_once(self, *messages: str) -> bool:
-        """Never: an ASGI send is a coroutine (False: :meth:`send` them)."""
-        return False
-
-    @property
-    def unsent(self) -> bool:
-        """Nothing is ever sent in part."""
-        return False
-
     async def close(self, code: int, reason: str = "") -> None:
         """Send a close frame (once)."""
         if self._closed:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from . import frames
-from .direct_stream import DirectStream
 from .frames import CLOSE, Close, FrameReader, Ping, ProtocolViolation
 from .http1 import Request
 from .streams import Deadline, SendLock, receive_or_end
@@ -49,7 +48,6 @@ class WebSocket:
         self._send_lock = SendLock()
         self._closed = False  # a close frame was sent, or the stream is gone
         self._peer_done = False  # the client's close frame or end of stream was received
-        self._unsent = b""  # the rest of what send_at_once could not write at once
         self.accepted = False
 
     async def accept(self) -> None:
@@ -81,32 +79,6 @@ class WebSocket:
         if self._closed:
             raise SocketClosed
         await self._send_raw(b"".join(map(frames.encode_text, messages)))
-
-    def send_at_once(self, *messages: str) -> bool:
-        """Send text messages without waiting, when the socket is a plain one read directly,
-        no other write is under way and the socket takes at least part of them now: True then
-        (what it could not take yet is :attr:`unsent`, and leaves before anything else on the
-        next write: :meth:`send` with no message sends just that). False, with nothing sent,
-        otherwise: send them with :meth:`send`, which also reports a closed socket."""
-        stream = self._stream
-        if self._closed or self._unsent or self._send_lock.held:
-            return False
-        if not isinstance(stream, DirectStream):
-            return False
-        data = b"".join(map(frames.encode_text, messages))
-        try:
-            sent = stream.send_now(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return False  # the next send finds the socket broken and says so
-        if sent == 0:
-            return False
-        self._unsent = data[sent:]
-        return True
-
-    @property
-    def unsent(self) -> bool:
-        """Part of what :meth:`send_at_once` sent waits for the next write."""
-        return bool(self._unsent)
 
     async def close(self, code: int, reason: str = "") -> None:
         """Send a close frame (once); the transport closes the stream when the handler ends."""
@@ -162,8 +134,6 @@ class WebSocket:
     async def _send_raw(self, data: bytes) -> None:
         try:
             async with self._send_lock:
-                if self._unsent:  # the rest of a frame sent at once goes first
-                    data, self._unsent = self._unsent + data, b""
                 await self._out.send(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._closed = True

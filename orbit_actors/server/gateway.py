@@ -5,8 +5,7 @@ Frames are decoded into protocol messages; a frame that is not a valid message i
 an ``error`` frame and the connection stays, until ten protocol errors in a row close it (1008).
 Results are handled concurrently (each is acknowledged once durable, so one slow commit does
 not hold back the next result) while registration, heartbeats and credit stay in order.
-Outgoing messages go through one writer task, so the session layer's ``send`` never blocks;
-one sent while that task waits with nothing queued is written at once, when the socket has room.
+Outgoing messages go through one writer task, so the session layer's ``send`` never blocks.
 
 What waits to be sent is bounded by the worker's credit (http-api.md, "Connection limits"):
 ``task`` frames by the pool, which pushes a session no more tokens than its concurrency (plus
@@ -56,8 +55,7 @@ class _Outbox:
     worker found not reading ends serving (``serving`` is cancelled) with :attr:`overflowed`
     saying why."""
 
-    def __init__(self, serving: trio.CancelScope, socket: Socket) -> None:
-        self._socket = socket
+    def __init__(self, serving: trio.CancelScope) -> None:
         self._frames: deque[str] = deque()
         self._close: _Close | None = None  # once queued, nothing more is
         self._serving = serving
@@ -65,39 +63,21 @@ class _Outbox:
         self._room = trio.lowlevel.ParkingLot()  # the reader waiting for answers to leave
         self._others = 0  # frames waiting that are not tasks
         self.results = 0  # results of this worker being handled (each owes an answer)
-        self._flush = False  # part of a frame sent at once waits in the socket
         self.overflowed = ""  # why the worker was found not reading
         self.sent_error = False  # since the last frame received
 
     def send(self, message: wire.ServerMessage) -> None:
-        """Send ``message`` at once when the writer is idle and the socket has room, else queue
-        it (the session layer's ``send``: it never blocks)."""
+        """Queue ``message`` (the session layer's ``send``: it never blocks)."""
+        if isinstance(message, wire.Task):
+            self._queue(wire.encode_text(message))
+            return
         if isinstance(message, wire.ErrorMessage):
             self.sent_error = True
-        text = wire.encode_text(message)
-        if self._sent_at_once(text):
-            return
-        if isinstance(message, wire.Task):
-            self._queue(text)
-            return
         if self._others >= MAX_OUTBOX:
             self.stalled(f"over {MAX_OUTBOX} frames wait to be sent: the worker is not reading")
             return
         self._others += 1
-        self._queue(text)
-
-    def _sent_at_once(self, text: str) -> bool:
-        """Write ``text`` without the writer task when it waits with nothing queued (so
-        nothing can go out of order) and the socket takes it now: two task steps fewer per
-        frame. The rest of a frame the socket took only in part is the writer's to send."""
-        if self._close is not None or not self._writer:  # closing, or the writer is busy
-            return False
-        if not self._socket.send_at_once(text):
-            return False
-        if self._socket.unsent:
-            self._flush = True
-            self._writer.unpark()
-        return True
+        self._queue(wire.encode_text(message))
 
     def close(self, code: int, reason: str) -> None:
         """Queue the close frame: it leaves after what was queued before it."""
@@ -110,18 +90,16 @@ class _Outbox:
         self.overflowed = why
         self._serving.cancel()
 
-    async def take(self) -> tuple[list[str], _Close | None, bool]:
-        """Everything queued, once there is something (the writer's wait), the close frame
-        that follows it, if one was queued, and whether the socket holds the rest of a frame
-        sent at once (which the next send writes first)."""
-        while not self._frames and self._close is None and not self._flush:
+    async def take(self) -> tuple[list[str], _Close | None]:
+        """Everything queued, once there is something (the writer's wait), and the close
+        frame that follows it, if one was queued."""
+        while not self._frames and self._close is None:
             await self._writer.park()
         frames = list(self._frames)
         self._frames.clear()
         self._others = 0
         self._room.unpark_all()
-        flush, self._flush = self._flush, False
-        return frames, self._close, flush
+        return frames, self._close
 
     async def wait_for_room(self) -> None:
         """Before reading the next frame: wait while :data:`MAX_UNANSWERED` answers are owed."""
@@ -155,7 +133,7 @@ async def serve_connection(
     are refused by the transport (1009) before they reach here."""
     await socket.accept()
     serving = trio.CancelScope()
-    outbox = _Outbox(serving, socket)
+    outbox = _Outbox(serving)
     connection = runtime.connect(outbox.send, outbox.close, bound_worker_id)
     try:
         with serving:
@@ -245,9 +223,9 @@ async def _write(socket: Socket, outbox: _Outbox, scope: trio.CancelScope) -> No
     try:
         with stall:
             while True:
-                texts, close, flush = await outbox.take()
-                if texts or flush:
-                    for start in range(0, max(len(texts), 1), WRITE_PIECE):
+                texts, close = await outbox.take()
+                if texts:
+                    for start in range(0, len(texts), WRITE_PIECE):
                         stall.deadline = trio.current_time() + WRITE_STALL  # moved on progress
                         await socket.send(*texts[start : start + WRITE_PIECE])
                     stall.deadline = math.inf  # waiting for frames is no stall

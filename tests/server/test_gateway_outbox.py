@@ -16,7 +16,6 @@ from orbit_actors.runtime import Runtime, RuntimeConfig, open_runtime
 from orbit_actors.server import gateway
 from orbit_actors.server.gateway import MAX_OUTBOX, WRITE_STALL, serve_connection
 from orbit_actors.testing import MemoryStore
-from orbit_actors.wire import messages as wire
 
 from ..runtime.conftest import workflow
 
@@ -51,16 +50,6 @@ class FakeSocket:
         await self.reading.wait()
         self.received.extend(json.loads(message) for message in messages)
 
-    def send_at_once(self, *messages: str) -> bool:
-        if not self.reading.is_set():
-            return False
-        self.received.extend(json.loads(message) for message in messages)
-        return True
-
-    @property
-    def unsent(self) -> bool:
-        return False
-
     async def close(self, code: int, reason: str = "") -> None:
         self.close_code = code
 
@@ -94,9 +83,7 @@ async def test_answers_wait_for_a_slow_reader_within_the_bound_and_reading_pause
     waiting: list[int] = []
     take = gateway._Outbox.take
 
-    async def counted_take(
-        self: gateway._Outbox,
-    ) -> tuple[list[str], gateway._Close | None, bool]:
+    async def counted_take(self: gateway._Outbox) -> tuple[list[str], gateway._Close | None]:
         taken = await take(self)
         waiting.append(len(taken[0]))
         return taken
@@ -132,49 +119,3 @@ async def test_a_worker_that_takes_its_whole_credit_at_once_is_not_closed(
         assert [w.online for w in await runtime.workers()] == [True]
         nursery.cancel_scope.cancel()
     assert worker.close_code is None
-
-
-class RoomySocket(FakeSocket):
-    """A socket that takes frames at once while ``room`` is set, even when ``send`` blocks."""
-
-    room = True
-
-    def send_at_once(self, *messages: str) -> bool:
-        if not self.room:
-            return False
-        self.received.extend(json.loads(message) for message in messages)
-        return True
-
-
-def error(n: int) -> wire.ErrorMessage:
-    return wire.ErrorMessage(code="INVALID_MESSAGE", message=f"m{n}")
-
-
-async def test_a_frame_sent_while_the_writer_waits_leaves_at_once() -> None:
-    socket = RoomySocket([])
-    async with trio.open_nursery() as nursery:
-        outbox = gateway._Outbox(nursery.cancel_scope, socket)
-        nursery.start_soon(gateway._write, socket, outbox, nursery.cancel_scope)
-        await trio.testing.wait_all_tasks_blocked()  # the writer waits for frames
-        outbox.send(error(1))
-        assert [m["message"] for m in socket.received] == ["m1"]  # no task switch needed
-        nursery.cancel_scope.cancel()
-
-
-async def test_a_frame_sent_while_the_writer_writes_waits_behind_the_frames_before_it() -> None:
-    socket = RoomySocket([])
-    socket.room = False
-    async with trio.open_nursery() as nursery:
-        outbox = gateway._Outbox(nursery.cancel_scope, socket)
-        nursery.start_soon(gateway._write, socket, outbox, nursery.cancel_scope)
-        await trio.testing.wait_all_tasks_blocked()
-        outbox.send(error(1))  # queued: the writer takes it and blocks writing it
-        await trio.testing.wait_all_tasks_blocked()
-        socket.room = True
-        outbox.send(error(2))  # the socket has room, but m1 is still being written
-        socket.reading.set()
-        with trio.fail_after(WRITE_STALL):
-            while len(socket.received) < 2:
-                await trio.sleep(0.01)
-        nursery.cancel_scope.cancel()
-    assert [m["message"] for m in socket.received] == ["m1", "m2"]
