@@ -75,15 +75,17 @@ def _mark_error(kind: AbortKind, reason: str, definition: CompiledDefinition) ->
     return error("LIMIT_EXCEEDED", reason)
 
 
-@dataclass
+@dataclass(slots=True)
 class Context:
-    """One call of the decider: read ``state`` and ``definition``, append to ``events``."""
+    """One call of the decider: read ``state`` and ``definition``, append to ``events``;
+    ``looked`` is how many main steps had resolved when the main steps' phase looked."""
 
     state: ExecutionState
     definition: CompiledDefinition
     now: int
     abort: Abort | None
     events: list[ev.Event] = field(default_factory=list)
+    looked: int | None = None
 
     def add(self, cls: type[Any], **fields: Any) -> None:
         """Append an event of type ``cls``, numbered after the state and the batch so far."""

@@ -38,20 +38,22 @@ def decide(state: ExecutionState, definition: CompiledDefinition, now: int) -> l
 
 def _decide(
     state: ExecutionState, definition: CompiledDefinition, now: int
-) -> tuple[list[ev.Event], bool]:
-    """:func:`decide`, and whether the next call is sure to find nothing once these events are
-    applied (always so when there are none)."""
-    if not state.started or state.finished:
-        return [], True
+) -> tuple[list[ev.Event], bool, int | None]:
+    """:func:`decide`; whether the next call is sure to find nothing once these events are
+    applied (always so when there are none); and, when the main steps' phase looked for ready
+    steps and these events start every one it found, how many main steps had resolved then
+    (the mark :func:`decide_to_fixpoint` keeps in the state)."""
+    if not state.started or state.status != "running":
+        return [], True, None
     ctx = Context(state, definition, now, abort_cause(state, definition))
-    for phase in _ABORTING if ctx.abort else _RUNNING:
-        phase(ctx)
-        if ctx.events:
-            break
-    else:
-        return [], True
+    phase = _aborting(ctx) if ctx.abort else _running(ctx)
+    if phase is None:
+        return [], True, ctx.looked
     events = _within_history_limit(ctx)
-    return events, phase is _main_steps and events is ctx.events and _only_runs_started(ctx)
+    if events is not ctx.events:
+        return events, False, None
+    settled = phase is _main_steps and _only_runs_started(ctx)
+    return events, settled, ctx.looked
 
 
 def decide_to_fixpoint(
@@ -60,16 +62,61 @@ def decide_to_fixpoint(
     """Decide and apply until nothing is left; returns the whole batch to commit.
 
     ``state`` is advanced in place: if committing the batch fails, the caller must throw the
-    state away and replay the durable history."""
+    state away and replay the durable history. It also keeps the main steps' mark
+    (``state.looked``): the next decision with ``definition`` looks only at the steps that
+    depend on those resolved since."""
     batch: list[ev.Event] = []
     for _ in range(max_rounds):
-        events, settled = _decide(state, definition, now)
+        events, settled, looked = _decide(state, definition, now)
         for event in events:
             apply(state, event)
+        if looked is not None:
+            state.looked = (definition, looked)
         batch.extend(events)
-        if settled or state.finished:
+        if settled or state.status != "running":
             break
     return batch
+
+
+def _running(ctx: Context) -> Phase | None:
+    """Visit the phases of a run going on, in order, up to the first that decides something,
+    and return it (None: none did). A phase is visited only when the state's indexes say it
+    may have something to do: a timer due, a failed or uncertain attempt, a signal waiting, a
+    fan-out failing or open, a main step whose dependencies resolved since the last look."""
+    state, now = ctx.state, ctx.now
+    timers = state.timers
+    if ctx.definition.timeout_ms is not None and _visit(_run_timeout, ctx):
+        return _run_timeout
+    if timers and timers[0].due_ms <= now and _visit(fire_due_timers, ctx):
+        return fire_due_timers  # the heap's top is its earliest timer
+    if state.attention and _visit(settle_attempts, ctx):
+        return settle_attempts
+    if state.undelivered and _visit(deliver_signals, ctx):
+        return deliver_signals
+    if state.failing_fanouts and _visit(_failing_fan_outs, ctx):
+        return _failing_fan_outs
+    if state.open_fanouts and _visit(_open_fan_outs, ctx):
+        return _open_fan_outs
+    if _visit(_main_steps, ctx):
+        return _main_steps
+    everything_resolved = len(state.resolved_main) >= len(ctx.definition.main)
+    if not state.inflight and everything_resolved and _visit(_complete, ctx):
+        return _complete
+    return None
+
+
+def _aborting(ctx: Context) -> Phase | None:
+    """The phases of an aborting run, each visited in order up to the first that decides
+    something (the rare path: every phase looks)."""
+    for phase in _ABORTING:
+        if _visit(phase, ctx):
+            return phase
+    return None
+
+
+def _visit(phase: Phase, ctx: Context) -> bool:
+    phase(ctx)
+    return bool(ctx.events)
 
 
 def _only_runs_started(ctx: Context) -> bool:
@@ -125,13 +172,31 @@ def _may_progress(ctx: Context, step_id: str) -> bool:
 
 
 def _main_steps(ctx: Context) -> None:
-    start_ready(ctx, ctx.definition.main)
+    """Start the ready main steps. After a look whose batch was applied, every step ready then
+    has started, and a step becomes ready only when its last dependency resolves: so with the
+    state's mark for this definition only the dependents of the main steps resolved since are
+    looked at (all of them otherwise: a replayed state, another definition)."""
+    state, definition = ctx.state, ctx.definition
+    settled = state.settled_main
+    looked = state.looked
+    ctx.looked = len(settled)
+    if looked is None or looked[0] is not definition:
+        start_ready(ctx, definition.main)
+    elif looked[1] < len(settled):
+        start_ready(ctx, _dependents(definition, settled[looked[1] :]))
+
+
+def _dependents(definition: CompiledDefinition, resolved: list[str]) -> list[str]:
+    """The main steps that depend on any of ``resolved``, in the definition's order."""
+    plans = definition.plans
+    if len(resolved) == 1:
+        return plans[resolved[0]].dependents
+    found = {step_id for done in resolved for step_id in plans[done].dependents}
+    return sorted(found, key=definition.main_position.__getitem__)
 
 
 def _complete(ctx: Context) -> None:
-    state = ctx.state
-    if state.inflight or len(state.resolved_main) < len(ctx.definition.main):
-        return
+    """Every main step resolved and nothing in flight: the run's output, or its failure."""
     try:
         output = ctx.definition.output.render(ctx.scope())
     except EvaluationError as exc:
@@ -157,16 +222,6 @@ def _within_history_limit(ctx: Context) -> list[ev.Event]:
     ]
 
 
-_RUNNING: tuple[Phase, ...] = (
-    _run_timeout,
-    fire_due_timers,
-    settle_attempts,
-    deliver_signals,
-    _failing_fan_outs,
-    _open_fan_outs,
-    _main_steps,
-    _complete,
-)
 _ABORTING: tuple[Phase, ...] = (
     cancel_in_flight,
     fire_due_timers,

@@ -15,7 +15,7 @@ HTTP_TASK = "orbit.http.request"
 CHILD_PREFIX = "workflow:"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TaskInvocation:
     """A task for a worker that announced ``task_name@contract_version``."""
 
@@ -43,7 +43,7 @@ class RateTake:
     per_ms: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class HttpInvocation:
     """A request for the server's built-in http runner."""
 
@@ -54,7 +54,7 @@ class HttpInvocation:
     timeout_ms: int | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ChildInvocation:
     """A child execution to start (idempotently) and wait for."""
 

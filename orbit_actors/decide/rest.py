@@ -25,7 +25,7 @@ _IN_HAND = frozenset({"scheduled", "dispatched", "attempt_failed", "uncertain"})
 """Unit statuses of work that is in flight or about to be dispatched."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Rest:
     """``wake_at_ms``: when the execution next needs deciding on its own (None: only a command
     can move it); ``busy``: a restart must bring it back at once; ``rests``: it may leave

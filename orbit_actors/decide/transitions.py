@@ -204,7 +204,7 @@ def dispatch(
     return [event]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     """The answer to a result: accepted, or why not."""
 

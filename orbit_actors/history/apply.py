@@ -259,6 +259,7 @@ def _step_resolved(state: ExecutionState, record: StepRecord) -> None:
     state.resolved_steps.add(record.id)
     if record.role == "main":
         state.resolved_main.add(record.id)
+        state.settled_main.append(record.id)
 
 
 def _on_stale(state: ExecutionState, e: ev.StaleResultIgnored) -> None:

@@ -205,6 +205,8 @@ class ExecutionState:
     cleanup_inflight: dict[str, None] = field(default_factory=dict)
     resolved_main: set[str] = field(default_factory=set)
     resolved_steps: set[str] = field(default_factory=set)  # main and handler steps
+    settled_main: list[str] = field(default_factory=list)  # main steps, in the order they resolved
+    looked: tuple[object, int] | None = None  # the decider's memo: see decide/decider.py
     succeeded_order: list[str] = field(default_factory=list)
     succeeded_position: dict[str, int] = field(default_factory=dict)
     failed_steps: list[tuple[int, str]] = field(default_factory=list)

@@ -3,7 +3,10 @@
 One encoder is built once: ``json.dumps`` with non-default options builds a new encoder on every
 call, which cost more than the encoding itself for the small values of frames and answers. The
 C encoder is called directly, with the options ``JSONEncoder.encode`` gives it (the same text,
-the same errors), without the two Python calls around it.
+the same errors), without the two Python calls around it, and without the dict of markers that
+detects cycles: a cycle recurses until ``RecursionError``, and only then is the value encoded
+again with the markers, which raise the standard encoder's ``ValueError`` (a value nested too
+deeply raises ``RecursionError`` from both, as before).
 """
 
 from __future__ import annotations
@@ -15,17 +18,20 @@ from typing import Any
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # None where C is missing
+_OPTIONS = (_COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+_UNCHECKED: Any = _C_ENCODER(None, *_OPTIONS) if _C_ENCODER is not None else None
 
 
 def compact_json(value: Any) -> str:
     """``value`` as JSON without spaces, non-ASCII kept as is."""
-    if _C_ENCODER is None or isinstance(value, str):
+    if _UNCHECKED is None or isinstance(value, str):
         return _COMPACT.encode(value)
-    # a fresh dict of markers per call, as JSONEncoder.iterencode makes: it detects cycles
-    encode = _C_ENCODER(
-        {}, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
-    )
-    return "".join(encode(value, 0))
+    try:  # one encoder for every call: without a cycle check it keeps no state between calls
+        return "".join(_UNCHECKED(value, 0))
+    except RecursionError:
+        pass  # a cycle, or nesting too deep: the encoder that checks for cycles says which
+    # a fresh dict of markers, as JSONEncoder.iterencode makes: "Circular reference detected"
+    return "".join(_C_ENCODER({}, *_OPTIONS)(value, 0))
 
 
 def json_bytes(value: Any) -> int:

@@ -93,6 +93,11 @@ class CompiledDefinition:
     each unit's deadline is recorded on its ``StepScheduled``, so replay never reads this)."""
     flow: FlowPlan = NO_FLOW
 
+    @cached_property
+    def main_position(self) -> dict[str, int]:
+        """Each main step's position in :attr:`main`."""
+        return {step_id: index for index, step_id in enumerate(self.main)}
+
     @property
     def name(self) -> str:
         """The workflow name."""
