@@ -123,3 +123,15 @@ def test_where_puts_a_sample_in_the_area_of_its_innermost_named_frame() -> None:
     assert where.area_of(stack) == "standard JSON encode and decode"
     assert where.area_of(stack.rsplit(";", 2)[0]) == "decider and expressions (decide/, ir/)"
     assert where.area_of("f (functools.py:1);g (enum.py:2)").startswith("other")
+
+
+def test_bench_pure_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "pure.py"), "--executions", "20"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(line) == {"pure_us_per_exec"}
