@@ -183,9 +183,14 @@ def test_unmasking_is_a_bytewise_xor_with_the_repeated_mask(
     assert frames.unmask(payload, key) == expected
 
 
-@given(size=st.integers(min_value=0, max_value=80), mask=st.binary(min_size=4, max_size=4))
-def test_unmasking_every_short_length_is_a_bytewise_xor(size: int, mask: bytes) -> None:
-    payload = bytes(range(256))[:size]
+@given(
+    size=st.integers(min_value=0, max_value=80) | st.integers(min_value=1015, max_value=1035),
+    mask=st.binary(min_size=4, max_size=4),
+)
+def test_unmasking_short_lengths_and_those_near_the_switch_is_a_bytewise_xor(
+    size: int, mask: bytes
+) -> None:
+    payload = (bytes(range(256)) * 5)[:size]
     expected = bytes(byte ^ mask[index % 4] for index, byte in enumerate(payload))
     assert frames.unmask(payload, mask) == expected
 
