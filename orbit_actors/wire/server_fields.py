@@ -1,18 +1,20 @@
 """Server messages as a worker reads them: each frame validated against the same field schemas
 as the models of :mod:`.messages` (types, constraints, defaults, the tagged union on ``type``),
-into a plain dict of every field instead of a model instance.
+into a typed dict of every field (one ``TypedDict`` per message, held to its model's fields and
+types by tests/worker/test_server_fields.py) instead of a model instance: still one closed,
+typed vocabulary past the edge, checked by mypy in the worker's handlers.
 
 Why: a worker reads two server messages per task (the task, then the ack of its result), and
 building a frozen model instance (its ``__dict__``, the set of fields given, its extra and
 private slots) was a quarter of their validation. The checks are the models' own, taken from
-their core schemas, so there is no second copy of the protocol to keep in step: a message the
-models would refuse is refused here with the same error (a :class:`~pydantic.ValidationError`
+their core schemas (the typed dicts only name the fields for mypy): a message the models would
+refuse is refused here with the same error (a :class:`~pydantic.ValidationError`
 with the same location and message), and a field left out gets the model's default.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel
 from pydantic_core import SchemaValidator, core_schema
@@ -28,13 +30,104 @@ from .messages import (
     Unregistered,
 )
 
-ServerFields = dict[str, Any]
-"""A server message as :func:`decode_server_fields` gives it: every field of its model, by name
-(``type`` says which)."""
 
-_KINDS: tuple[type[BaseModel], ...] = (
-    Registered, Task, Ack, HeartbeatAck, Cancel, CreditAck, Unregistered, ErrorMessage,
+class RegisteredFields(TypedDict):
+    """The fields of a :class:`~.messages.Registered`."""
+
+    type: Literal["registered"]
+    accepted: bool
+    worker_session_id: str
+    heartbeat_interval_ms: int
+    session_timeout_ms: int
+    resumed: bool
+    warnings: list[str]
+    ref: str | int | None
+
+
+class TaskFields(TypedDict):
+    """The fields of a :class:`~.messages.Task`."""
+
+    type: Literal["task"]
+    token: str
+    execution_id: str
+    workflow: str
+    workflow_version: str
+    step_id: str
+    task_name: str
+    contract_version: str
+    input: Any
+    idempotency_key: str
+    attempt: int
+    redelivery: bool
+    deadline_ms: int | None
+    timeout_ms: int | None
+    resent: bool
+
+
+class AckFields(TypedDict):
+    """The fields of an :class:`~.messages.Ack`."""
+
+    type: Literal["ack"]
+    token: str
+    accepted: bool
+    reason: str | None
+    ref: str | int | None
+
+
+class HeartbeatAckFields(TypedDict):
+    """The fields of a :class:`~.messages.HeartbeatAck`."""
+
+    type: Literal["heartbeat_ack"]
+    cancel: list[str]
+    ref: str | int | None
+
+
+class CancelFields(TypedDict):
+    """The fields of a :class:`~.messages.Cancel`."""
+
+    type: Literal["cancel"]
+    tokens: list[str]
+    reason: str
+
+
+class CreditAckFields(TypedDict):
+    """The fields of a :class:`~.messages.CreditAck`."""
+
+    type: Literal["credit_ack"]
+    concurrency: int
+    ref: str | int | None
+
+
+class UnregisteredFields(TypedDict):
+    """The fields of an :class:`~.messages.Unregistered`."""
+
+    type: Literal["unregistered"]
+    ref: str | int | None
+
+
+class ErrorFields(TypedDict):
+    """The fields of an :class:`~.messages.ErrorMessage`."""
+
+    type: Literal["error"]
+    code: str
+    message: str
+    ref: str | int | None
+
+
+ServerFields = (
+    RegisteredFields | TaskFields | AckFields | HeartbeatAckFields | CancelFields
+    | CreditAckFields | UnregisteredFields | ErrorFields
 )  # fmt: skip
+"""A server message as :func:`decode_server_fields` gives it: every field of its model, by name,
+typed (``type`` says which; tests/worker/test_server_fields.py holds each to its model)."""
+FIELDS_OF: dict[type[BaseModel], type] = {
+    Registered: RegisteredFields, Task: TaskFields, Ack: AckFields,
+    HeartbeatAck: HeartbeatAckFields, Cancel: CancelFields, CreditAck: CreditAckFields,
+    Unregistered: UnregisteredFields, ErrorMessage: ErrorFields,
+}  # fmt: skip
+"""Each server message's model and the typed dict of its fields."""
+
+_KINDS: tuple[type[BaseModel], ...] = tuple(FIELDS_OF)
 
 
 def _fields_schema(model: type[BaseModel]) -> core_schema.TypedDictSchema:

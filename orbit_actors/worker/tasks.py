@@ -17,7 +17,7 @@ import trio
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaSerializer
 
-from ..wire.server_fields import ServerFields
+from ..wire.server_fields import TaskFields
 from . import logs
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)  # built once: building one costs ~100 us
@@ -68,7 +68,7 @@ class TaskContext:
     timeout_ms: int | None = None
 
     @classmethod
-    def of(cls, task: ServerFields) -> TaskContext:
+    def of(cls, task: TaskFields) -> TaskContext:
         """The context of a pushed task's fields (every field but ``input`` carries over).
         Filled in through ``__dict__``: the frozen ``__init__`` sets each field with
         ``object.__setattr__`` and cost twice as much; the result is the same object."""
@@ -128,14 +128,14 @@ class TaskFunction:
         """Run once; returns ``{"output": …}`` or ``{"error": …}``."""
         return await self._call(raw_input, ctx, ctx)
 
-    async def run_pushed(self, task: ServerFields) -> dict[str, Any]:
+    async def run_pushed(self, task: TaskFields) -> dict[str, Any]:
         """:meth:`run` for a pushed task (its fields, as ``wire.server_fields`` decodes them),
         whose :class:`TaskContext` is built only when the function takes one."""
         return await self._call(task["input"],
                                 TaskContext.of(task) if self.takes_context else None,
                                 task)  # fmt: skip
 
-    def run_now(self, task: ServerFields) -> dict[str, Any]:
+    def run_now(self, task: TaskFields) -> dict[str, Any]:
         """:meth:`run_pushed` for a function that :attr:`runs_at_once`, run to its end in the
         caller's task, in a copy of its context as a task of its own would be: no task to
         spawn and no cancel scope, since a function with no checkpoint cannot be cancelled."""
@@ -150,7 +150,7 @@ class TaskFunction:
         raise RuntimeError(f"task {self.name}@{self.version} suspended without an await")
 
     async def _call(
-        self, raw_input: Any, ctx: TaskContext | None, about: TaskContext | ServerFields
+        self, raw_input: Any, ctx: TaskContext | None, about: TaskContext | TaskFields
     ) -> dict[str, Any]:
         """Run once; ``about`` (the context, or the task's fields) names the task in logs."""
         try:

@@ -30,7 +30,8 @@ from pydantic_core import to_json
 from .._version import __version__
 from ..http import HandshakeError
 from ..wire import messages as wire
-from ..wire.server_fields import ServerFields, decode_server_fields
+from ..wire import server_fields as fields
+from ..wire.server_fields import decode_server_fields
 from . import logs
 from .connection import CONNECTION_LOST, Connection, ConnectionClosed, open_connection
 from .tasks import TaskFunction
@@ -272,7 +273,7 @@ class Worker:
 
     # -- messages from the server: handled in the receiving task, without waiting -----------
     # each gets the message's fields (``wire.server_fields``: validated as its model would be)
-    def _on_task(self, task: ServerFields, tasks: trio.Nursery) -> None:
+    def _on_task(self, task: fields.TaskFields, tasks: trio.Nursery) -> None:
         """Run a pushed task (the fields of a ``wire.Task``); a task sent again after a resume
         (``resent``) that is already running, or whose result waits for its ack, is not run
         twice (the result is sent again instead). A resent token this worker does not know
@@ -290,24 +291,24 @@ class Worker:
         scope = self._running[token] = trio.CancelScope()
         tasks.start_soon(self._run_task, task, function, scope)
 
-    def _on_ack(self, message: ServerFields, tasks: trio.Nursery) -> None:
+    def _on_ack(self, message: fields.AckFields, tasks: trio.Nursery) -> None:
         self._outbox.pop(message["token"], None)
         self._retry_backoff.reset()
         if not message["accepted"]:
             log.info("result for %s not accepted: %s", message["token"], message["reason"])
         self._check_idle()
 
-    def _on_cancel(self, message: ServerFields, tasks: trio.Nursery) -> None:
+    def _on_cancel(self, message: fields.CancelFields, tasks: trio.Nursery) -> None:
         self._cancel(message["tokens"])
 
-    def _on_heartbeat_ack(self, message: ServerFields, tasks: trio.Nursery) -> None:
+    def _on_heartbeat_ack(self, message: fields.HeartbeatAckFields, tasks: trio.Nursery) -> None:
         self._cancel(message["cancel"])
 
-    def _on_unregistered(self, message: ServerFields, tasks: trio.Nursery) -> None:
+    def _on_unregistered(self, message: fields.UnregisteredFields, tasks: trio.Nursery) -> None:
         assert self._unregistered is not None
         self._unregistered.set()  # the session is over
 
-    def _on_error(self, message: ServerFields, tasks: trio.Nursery) -> None:
+    def _on_error(self, message: fields.ErrorFields, tasks: trio.Nursery) -> None:
         ref, code, text = message["ref"], message["code"], message["message"]
         token = ref if isinstance(ref, str) else None
         if token in self._outbox and code in RESULT_RETRIED_ON:
@@ -341,7 +342,7 @@ class Worker:
 
     # -- tasks -----------------------------------------------------------------------------
     async def _run_task(
-        self, task: ServerFields, function: TaskFunction | None, scope: trio.CancelScope
+        self, task: fields.TaskFields, function: TaskFunction | None, scope: trio.CancelScope
     ) -> None:
         token = task["token"]
         with scope:
@@ -391,7 +392,7 @@ class Worker:
             self._idle.set()
 
 
-_HANDLERS: dict[str, Callable[[Worker, ServerFields, trio.Nursery], None]] = {
+_HANDLERS: dict[str, Callable[[Worker, Any, trio.Nursery], None]] = {  # by the `type` tag
     "task": Worker._on_task,
     "ack": Worker._on_ack,
     "cancel": Worker._on_cancel,

@@ -5,7 +5,7 @@ and defaults, or is refused with exactly the model's errors."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, get_type_hints
 
 import pytest
 from hypothesis import given
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import Field, TypeAdapter, ValidationError
 
 from orbit_actors.wire import messages as wire
-from orbit_actors.wire.server_fields import decode_server_fields
+from orbit_actors.wire.server_fields import FIELDS_OF, decode_server_fields
 
 _MODELS: TypeAdapter[wire.ServerMessage] = TypeAdapter(
     Annotated[wire.ServerMessage, Field(discriminator="type")]
@@ -70,3 +70,9 @@ def test_a_task_has_every_field_with_the_models_defaults() -> None:
         "input": {"n": 1}, "idempotency_key": "e1/1/a", "attempt": 1, "redelivery": False,
         "deadline_ms": None, "timeout_ms": None, "resent": False,
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("model", list(FIELDS_OF), ids=lambda model: model.__name__)
+def test_each_typed_dict_names_and_types_exactly_its_models_fields(model: Any) -> None:
+    hints = get_type_hints(FIELDS_OF[model])
+    assert hints == {name: field.annotation for name, field in model.model_fields.items()}
