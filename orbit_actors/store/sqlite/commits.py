@@ -183,9 +183,11 @@ class CommitBatcher:
         self._staged[row.execution_id] = (
             Position(ord_, row.run, last_seq, head, row.status) if running else None
         )
+        # the bools as ints: bound without sqlite3's adapter look-up (schema.py)
         return (ord_, row.execution_id, row.workflow, row.version, row.definition_hash, row.status,
                 row.run, row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id,
-                last_seq, row.wake_at_ms, row.busy, row.paused, head)  # fmt: skip
+                last_seq, row.wake_at_ms, 1 if row.busy else 0, 1 if row.paused else 0,
+                head)  # fmt: skip
 
     def _load_missing(self, conn: sqlite3.Connection, works: list[Any]) -> None:
         ids = {w.commit.row.execution_id for w in works}
