@@ -58,6 +58,7 @@ _INSERT_SEGMENTS = (
     "INSERT INTO segments (id, execution_id, run, first_seq, last_seq, prev, events) VALUES {rows}"
 )
 _ARCHIVE_RUNS = "INSERT INTO runs (execution_id, run, head, last_seq) VALUES {rows}"
+_COUNTED = ("segments", "executions")  # the tables whose next id the writer hands out
 _MAX_VARIABLES = 30_000  # below SQLite's default limit of 32,766 bound parameters
 _LOOKUP_CHUNK = 500
 
@@ -89,9 +90,10 @@ class CommitBatcher:
     def run(self, conn: sqlite3.Connection, works: list[Any]) -> None:
         """Check and write every commit of the batch."""
         self._load_missing(conn, works)
-        self._staged_next = {
-            table: self._first_free(conn, table) for table in ("segments", "executions")
-        }
+        if len(self._next) < len(_COUNTED):  # read once, then kept in step by settle()
+            for table in _COUNTED:
+                self._first_free(conn, table)
+        self._staged_next = self._next.copy()
         segments: list[tuple[Any, ...]] = []
         summaries: list[tuple[Any, ...]] = []
         kept: list[tuple[Any, ...]] = []  # summaries whose row keeps its status
@@ -192,6 +194,8 @@ class CommitBatcher:
     def _load_missing(self, conn: sqlite3.Connection, works: list[Any]) -> None:
         ids = {w.commit.row.execution_id for w in works}
         missing = [i for i in ids if self._current(i) is None]
+        if not missing:  # the usual batch: every execution in it committed before
+            return
         for start in range(0, len(missing), _LOOKUP_CHUNK):
             chunk = missing[start : start + _LOOKUP_CHUNK]
             marks = ", ".join("?" * len(chunk))
