@@ -123,3 +123,45 @@ def test_where_puts_a_sample_in_the_area_of_its_innermost_named_frame() -> None:
     assert where.area_of(stack) == "standard JSON encode and decode"
     assert where.area_of(stack.rsplit(";", 2)[0]) == "decider and expressions (decide/, ir/)"
     assert where.area_of("f (functools.py:1);g (enum.py:2)").startswith("other")
+
+
+def test_bench_latency_prints_its_json_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "latency.py"), "--executions", "5"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(line) == {"p50_ms", "p90_ms", "p99_ms"}
+
+
+PERF_TRACE = """\
+     0.100 ( 0.010 ms): python/100 read(fd: 7, buf: 0x1, count: 65536)          = 155
+     0.900 ( 0.020 ms): python/100 futex(uaddr: 0x2, op: WAKE|PRIVATE_FLAG, val: 1)   = 1
+     1.300 ( 0.700 ms): python/101 fdatasync(fd: 13)                            = 0
+     2.100 ( 0.030 ms): python/101 sendto(fd: 11, buff: 0x3, len: 1)            = 1
+     2.300 ( 0.010 ms): python/100 recvfrom(fd: 10, ubuf: 0x4, size: 4096)      = 1
+     2.700 ( 0.050 ms): python/100 write(fd: 9, buf: 0x5, count: 348)           = 348
+     3.300 ( 0.010 ms): python/100 read(fd: 9, buf: 0x6, count: 65536)          = 170
+"""
+
+
+def test_bench_latency_splits_a_trace_at_its_system_calls(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import latency
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    trace = tmp_path / "trace.txt"
+    trace.write_text(PERF_TRACE)
+    segments = latency.split(latency.read_trace(trace), "100")
+    rounded = {name: [round(v, 3) for v in values] for name, values in segments.items()}
+    assert rounded == {
+        "request read -> writer woken": [0.8],
+        "writer woken -> fdatasync": [0.4],
+        "fdatasync": [0.7],
+        "fdatasync done -> trio thread signalled": [0.1],
+        "signalled -> trio thread runs": [0.2],
+        "trio thread runs -> task written": [0.4],
+        "task written -> result read (worker)": [0.6],
+    }

@@ -51,11 +51,14 @@ class Owner:
 class Takeover:
     """What one takeover claimed: the dead servers, their running executions (now this
     server's, in wake-up index form) and the ids of inbox messages addressed to them that
-    nobody took (now addressed to this server)."""
+    nobody took (now addressed to this server); and how long until the next lease of another
+    member ends (``None`` when there is no other member), so the next takeover can be timed to
+    it."""
 
     servers: list[str] = field(default_factory=list)
     executions: list[WakeEntry] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    next_expiry_ms: int | None = None
 
 
 class ReadyTask(NamedTuple):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
+from pluggy import Result
 
 from .harness import ServerProcess, WorkerProcess
 
@@ -25,6 +26,26 @@ version: 1.0.0
 tasks: {fail: {version: "1"}}
 steps: [{id: f, task: fail, input: {code: BROKEN}}]
 """
+
+
+LOG_TAIL_LINES = 40
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Result[pytest.TestReport], None]:
+    """A failed test's report carries the tail of every server and worker log it left in its
+    folder, so a failure seen once (in CI) can be read afterwards."""
+    outcome = yield
+    report = outcome.get_result()
+    folder = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.when != "call" or not report.failed or not isinstance(folder, Path):
+        return
+    for log in sorted([*folder.rglob("server.log"), *folder.rglob("worker-*.log")]):
+        tail = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+        if tail:
+            report.sections.append((f"{log.relative_to(folder)} (last lines)", "\n".join(tail)))
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ _RENEW = (
     f"UPDATE servers SET renewed_at_ms = {NOW_MS}, lease_until_ms = {NOW_MS} + %s WHERE epoch = %s"
 )
 _EXPIRED = f"DELETE FROM servers WHERE lease_until_ms < {NOW_MS} RETURNING epoch, server_id"
+_NEXT_EXPIRY = f"SELECT min(lease_until_ms) - {NOW_MS} FROM servers WHERE epoch <> %s"
 _CLAIM = (
     "UPDATE executions SET owner = %s, owner_epoch = %s WHERE status = 'running' AND "
     "owner_epoch = ANY(%s) RETURNING execution_id, wake_at_ms, busy, parent_id IS NULL, ord"
@@ -98,11 +99,13 @@ def take_over(conn: Conn, server_id: str, epoch: int, orphans: bool) -> Takeover
     messages nobody took to this server, delete those taken whose sender is gone (nobody will
     collect them; one not taken yet is still carried out: an offer among them holds a unit),
     release their unfired schedule claims, take their units of the shared queue, and tell
-    every server which servers were taken over."""
+    every server which servers were taken over. Also says when the next lease of another
+    member ends."""
     with conn.transaction():
         dead = conn.execute(_EXPIRED).fetchall()
+        next_expiry = _next_expiry_ms(conn, epoch)
         if not dead and not orphans:
-            return Takeover()
+            return Takeover(next_expiry_ms=next_expiry)
         epochs, names = [row[0] for row in dead], [row[1] for row in dead]
         if orphans:
             rows = conn.execute(_CLAIM_ORPHANS, (server_id, epoch)).fetchall()
@@ -120,7 +123,13 @@ def take_over(conn: Conn, server_id: str, epoch: int, orphans: bool) -> Takeover
             conn.execute("SELECT pg_notify(%s, %s)", (LOST_CHANNEL, name))
     rows.sort(key=lambda row: row[4])  # oldest first, as the wake-up index is
     entries = [WakeEntry(r[0], r[1], r[2], r[3]) for r in rows]
-    return Takeover(names, entries, [row[0] for row in moved])
+    return Takeover(names, entries, [row[0] for row in moved], next_expiry)
+
+
+def _next_expiry_ms(conn: Conn, epoch: int) -> int | None:
+    """Milliseconds until the earliest lease of another member ends (None: no other member)."""
+    row = conn.execute(_NEXT_EXPIRY, (epoch,)).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def servers(conn: Conn) -> list[ServerRecord]:
