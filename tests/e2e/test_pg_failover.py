@@ -15,9 +15,11 @@ import pytest
 from orbit_actors.client import ApiError, Client
 from tests.pg import REPLICATED, PostgresServer, promote, start_postgres, start_replica
 
-from .harness import ServerProcess, WorkerProcess
+from .harness import ServerProcess, WorkerProcess, wait_until
 from .test_cluster import NAP3
 from .test_durability import succeeded_per_step
+
+STOPPED = "waits for the store"  # what a server logs when an actor is stopped by the store
 
 
 def completed(client: Client, execution_id: str, within: float = 120) -> bool:
@@ -78,6 +80,9 @@ def test_servers_follow_a_promoted_replica_and_lose_nothing_acknowledged(
         ids = [clients[n % 3].start("naps", input={"n": n}).execution_id for n in range(60)]
         primary.process.send_signal(signal.SIGQUIT)  # an immediate stop: no checkpoint
         primary.process.wait(timeout=30)
+        # the replica takes over once the outage has stopped an execution: a result or commit
+        # met it (its store unreadable too), so the test always covers a commit that failed
+        wait_until(lambda: any(STOPPED in s.log_text() for s in servers), 60, "a commit to fail")
         promote(replica)
         for execution_id in ids:
             assert completed(clients[0], execution_id), execution_id
