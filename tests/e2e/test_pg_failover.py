@@ -22,6 +22,12 @@ from .test_durability import succeeded_per_step
 STOPPED = "waits for the store"  # what a server logs when an actor is stopped by the store
 
 
+def connected(server: ServerProcess, worker_id: str) -> bool:
+    """True once the worker's log says it is connected (it serves tasks)."""
+    log = server.folder / f"worker-{worker_id}.log"
+    return log.exists() and "connected to" in log.read_text()
+
+
 def completed(client: Client, execution_id: str, within: float = 120) -> bool:
     """Wait for the execution; a ``STORAGE_ERROR`` (503: a connection the failover broke) is
     asked again, as a client should."""
@@ -76,13 +82,16 @@ def test_servers_follow_a_promoted_replica_and_lose_nothing_acknowledged(
         for n in range(3):
             env = {"ORBIT_URL": urls, "E2E_CONCURRENCY": "8"}
             workers.append(WorkerProcess(servers[n], f"w{n}", env=env))
+        # under load: on a busy machine a worker may take seconds to start, and a primary
+        # killed before any is connected fails no commit of a result
+        wait_until(lambda: all(connected(s, f"w{n}") for n, s in enumerate(servers)), 60, "workers")
         clients = [server.client() for server in servers]
         ids = [clients[n % 3].start("naps", input={"n": n}).execution_id for n in range(60)]
         primary.process.send_signal(signal.SIGQUIT)  # an immediate stop: no checkpoint
         primary.process.wait(timeout=30)
-        # the replica takes over once the outage has stopped an execution: a result or commit
-        # met it (its store unreadable too), so the test always covers a commit that failed
-        wait_until(lambda: any(STOPPED in s.log_text() for s in servers), 60, "a commit to fail")
+        # the replica takes over once the outage has stopped an execution (a result's commit
+        # failed, its store unreadable too), well before a lease (15 s) could expire
+        wait_until(lambda: any(STOPPED in s.log_text() for s in servers), 5, "a failed commit")
         promote(replica)
         for execution_id in ids:
             assert completed(clients[0], execution_id), execution_id
