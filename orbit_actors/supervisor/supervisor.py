@@ -292,7 +292,9 @@ class Supervisor:
         once the store reads again, the execution as written, to be run after all; None when it
         was not written (or was promoted from the queue, whose own retry takes it), or when
         another start of the same id came back with it meanwhile."""
-        if not isinstance(exc, StorageError) or (admit is not None and admit.promoting):
+        if not isinstance(exc, StorageError) or isinstance(exc, OwnershipLostError):
+            return None  # a refusal, or a fenced commit: nothing of it was written
+        if admit is not None and admit.promoting:
             return None
         try:
             state, definition = await self._after_storage_error(execution_id, exc, 1)
