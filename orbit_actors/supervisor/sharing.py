@@ -36,7 +36,7 @@ from ..actors import commands as cmd
 from ..actors.clock import Clock
 from ..actors.execution import new_token
 from ..actors.pool import Offer, QueueKey, WorkerPool
-from ..errors import OrbitError, OwnerUnavailableError
+from ..errors import OrbitError, OwnerUnavailableError, StorageError
 from ..mailbox import Reply
 from ..store.cluster import Cluster, ReadyTask
 from ..wire.messages import Task
@@ -216,7 +216,7 @@ class TaskSharing(Remote):
             owner = await self._forwarder.owner_elsewhere(offer.execution_id)
             if owner is not None:
                 task = await self._forwarder.forward(owner, offer.execution_id, command)
-        except OwnerUnavailableError as exc:
+        except (OwnerUnavailableError, StorageError) as exc:  # its outcome is unknown
             # the owner may have dispatched it to the session here without the task reaching
             # it: have the attempt made uncertain, so that it is redelivered
             log.warning("a claimed unit of %s: %s", offer.execution_id, exc)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 import trio
@@ -155,7 +156,8 @@ async def quick_server(url: str, name: str) -> AsyncIterator[Runtime]:
 async def test_an_offer_taken_and_never_answered_is_offered_again(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    carry_out, lost = forwarding._carry_out, []
+    carry_out = forwarding._carry_out
+    lost: list[str] = []
 
     async def losing_the_first_offer(handle: forwarding.Handle, message: Message) -> object:
         if not lost and isinstance(
@@ -176,3 +178,32 @@ async def test_an_offer_taken_and_never_answered_is_offered_again(
                 assert (await a.wait("e1", timeout=30)).status == "completed"
             nursery.cancel_scope.cancel()
     assert lost == ["e1"]
+
+
+async def test_an_offer_whose_answer_could_not_be_read_is_made_uncertain_and_redelivered(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with server(database, "a") as a:
+        await a.register_definition(ONE_TASK)
+        await a.start("one", execution_id="e1")  # no worker here: the unit is published
+        async with quick_server(database, "b") as b, trio.open_nursery() as nursery:
+            cluster_b = b.membership.cluster
+            assert isinstance(cluster_b, PostgresCluster)
+            collect = cluster_b.collect
+            failed: list[str] = []
+
+            async def failing_once(message_id: str) -> Any:
+                if not failed:  # the owner dispatched it and answered; the database went away
+                    failed.append(message_id)
+                    raise StorageError("could not read the database: cannot connect")
+                return await collect(message_id)
+
+            monkeypatch.setattr(cluster_b, "collect", failing_once)
+            worker = FakeWorker(b, "w1", [("nap", "1")])
+            await nursery.start(worker.serve)
+            with trio.fail_after(30):
+                assert (await a.wait("e1", timeout=30)).status == "completed"
+            nursery.cancel_scope.cancel()
+        history = [event.type for event in await a.history("e1")]
+    assert failed and history.count("StepSucceeded") == 1
+    assert history.count("StepAttemptUncertain") == 1
