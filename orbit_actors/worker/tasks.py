@@ -17,6 +17,7 @@ import trio
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaSerializer
 
+from ..wire.server_fields import TaskFields
 from . import logs
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)  # built once: building one costs ~100 us
@@ -67,8 +68,8 @@ class TaskContext:
     timeout_ms: int | None = None
 
     @classmethod
-    def of(cls, task: Any) -> TaskContext:
-        """The context of a pushed task message (every field but ``input`` carries over).
+    def of(cls, task: TaskFields) -> TaskContext:
+        """The context of a pushed task's fields (every field but ``input`` carries over).
         Filled in through ``__dict__``: the frozen ``__init__`` sets each field with
         ``object.__setattr__`` and cost twice as much; the result is the same object."""
         ctx = object.__new__(cls)
@@ -78,7 +79,7 @@ class TaskContext:
 
 # Read once: ``dataclasses.fields`` per task cost more than building the context.
 _CONTEXT_NAMES = tuple(f.name for f in fields(TaskContext))
-_CONTEXT_FIELDS = operator.attrgetter(*_CONTEXT_NAMES)
+_CONTEXT_FIELDS = operator.itemgetter(*_CONTEXT_NAMES)
 
 
 @dataclass
@@ -127,18 +128,19 @@ class TaskFunction:
         """Run once; returns ``{"output": …}`` or ``{"error": …}``."""
         return await self._call(raw_input, ctx, ctx)
 
-    async def run_pushed(self, task: Any) -> dict[str, Any]:
-        """:meth:`run` for a pushed task message, whose :class:`TaskContext` is built only when
-        the function takes one."""
-        return await self._call(task.input, TaskContext.of(task) if self.takes_context else None,
+    async def run_pushed(self, task: TaskFields) -> dict[str, Any]:
+        """:meth:`run` for a pushed task (its fields, as ``wire.server_fields`` decodes them),
+        whose :class:`TaskContext` is built only when the function takes one."""
+        return await self._call(task["input"],
+                                TaskContext.of(task) if self.takes_context else None,
                                 task)  # fmt: skip
 
-    def run_now(self, task: Any) -> dict[str, Any]:
+    def run_now(self, task: TaskFields) -> dict[str, Any]:
         """:meth:`run_pushed` for a function that :attr:`runs_at_once`, run to its end in the
         caller's task, in a copy of its context as a task of its own would be: no task to
         spawn and no cancel scope, since a function with no checkpoint cannot be cancelled."""
         context = TaskContext.of(task) if self.takes_context else None
-        coroutine = self._call(task.input, context, task)
+        coroutine = self._call(task["input"], context, task)
         try:
             contextvars.copy_context().run(coroutine.send, None)
         except StopIteration as done:
@@ -147,8 +149,10 @@ class TaskFunction:
         coroutine.close()  # unreachable: nothing in its code can suspend it
         raise RuntimeError(f"task {self.name}@{self.version} suspended without an await")
 
-    async def _call(self, raw_input: Any, ctx: TaskContext | None, about: Any) -> dict[str, Any]:
-        """Run once; ``about`` (the context, or the task message) names the task in logs."""
+    async def _call(
+        self, raw_input: Any, ctx: TaskContext | None, about: TaskContext | TaskFields
+    ) -> dict[str, Any]:
+        """Run once; ``about`` (the context, or the task's fields) names the task in logs."""
         try:
             value = self._input(raw_input)
         except ValidationError as exc:
@@ -165,8 +169,9 @@ class TaskFunction:
         except TaskFailed as exc:
             return {"error": exc.to_error()}
         except Exception as exc:
-            logs.task_raised(f"{self.name}@{self.version}", about.execution_id, about.step_id,
-                             about.attempt)  # fmt: skip
+            names = about if isinstance(about, dict) else vars(about)
+            logs.task_raised(f"{self.name}@{self.version}", names["execution_id"],
+                             names["step_id"], names["attempt"])  # fmt: skip
             return {"error": _unexpected(exc)}
 
     def _input(self, raw: Any) -> Any:

@@ -30,6 +30,8 @@ from pydantic_core import to_json
 from .._version import __version__
 from ..http import HandshakeError
 from ..wire import messages as wire
+from ..wire import server_fields as fields
+from ..wire.server_fields import decode_server_fields
 from . import logs
 from .connection import CONNECTION_LOST, Connection, ConnectionClosed, open_connection
 from .tasks import TaskFunction
@@ -234,11 +236,11 @@ class Worker:
                 while not unregistered.is_set():
                     raw = await ws.receive()
                     try:
-                        message = _SERVER_MESSAGE.validate_json(raw)
+                        message = decode_server_fields(raw)
                     except ValidationError as exc:  # a newer or faulty server: not fatal
                         logs.unreadable(raw, exc)
                         continue
-                    handler = _HANDLERS.get(type(message))
+                    handler = _HANDLERS.get(message["type"])
                     if handler is not None:
                         handler(self, message, tasks)
             finally:
@@ -270,56 +272,60 @@ class Worker:
             await self._send({"type": "heartbeat"})
 
     # -- messages from the server: handled in the receiving task, without waiting -----------
-    def _on_task(self, task: wire.Task, tasks: trio.Nursery) -> None:
-        """Run a pushed task; a task sent again after a resume (``resent``) that is already
-        running, or whose result waits for its ack, is not run twice (the result is sent
-        again instead). A resent token this worker does not know lost its first frame: it runs."""
-        if task.token in self._running:
+    # each gets the message's fields (``wire.server_fields``: validated as its model would be)
+    def _on_task(self, task: fields.TaskFields, tasks: trio.Nursery) -> None:
+        """Run a pushed task (the fields of a ``wire.Task``); a task sent again after a resume
+        (``resent``) that is already running, or whose result waits for its ack, is not run
+        twice (the result is sent again instead). A resent token this worker does not know
+        lost its first frame: it runs."""
+        token = task["token"]
+        if token in self._running:
             return
-        if task.token in self._outbox:
-            self._send_soon(self._outbox[task.token])
+        if token in self._outbox:
+            self._send_soon(self._outbox[token])
             return
-        function = self.functions.get((task.task_name, task.contract_version))
+        function = self.functions.get((task["task_name"], task["contract_version"]))
         if function is not None and function.runs_at_once:
-            self._send_soon(self._keep(task.token, function.run_now(task)))
+            self._send_soon(self._keep(token, function.run_now(task)))
             return
-        scope = self._running[task.token] = trio.CancelScope()
+        scope = self._running[token] = trio.CancelScope()
         tasks.start_soon(self._run_task, task, function, scope)
 
-    def _on_ack(self, message: wire.Ack, tasks: trio.Nursery) -> None:
-        self._outbox.pop(message.token, None)
+    def _on_ack(self, message: fields.AckFields, tasks: trio.Nursery) -> None:
+        self._outbox.pop(message["token"], None)
         self._retry_backoff.reset()
-        if not message.accepted:
-            log.info("result for %s not accepted: %s", message.token, message.reason)
+        if not message["accepted"]:
+            log.info("result for %s not accepted: %s", message["token"], message["reason"])
         self._check_idle()
 
-    def _on_cancel(self, message: wire.Cancel, tasks: trio.Nursery) -> None:
-        self._cancel(message.tokens)
+    def _on_cancel(self, message: fields.CancelFields, tasks: trio.Nursery) -> None:
+        self._cancel(message["tokens"])
 
-    def _on_heartbeat_ack(self, message: wire.HeartbeatAck, tasks: trio.Nursery) -> None:
-        self._cancel(message.cancel)
+    def _on_heartbeat_ack(self, message: fields.HeartbeatAckFields, tasks: trio.Nursery) -> None:
+        self._cancel(message["cancel"])
 
-    def _on_unregistered(self, message: wire.Unregistered, tasks: trio.Nursery) -> None:
+    def _on_unregistered(self, message: fields.UnregisteredFields, tasks: trio.Nursery) -> None:
         assert self._unregistered is not None
         self._unregistered.set()  # the session is over
 
-    def _on_error(self, message: wire.ErrorMessage, tasks: trio.Nursery) -> None:
-        token = message.ref if isinstance(message.ref, str) else None
-        if token in self._outbox and message.code in RESULT_RETRIED_ON:
+    def _on_error(self, message: fields.ErrorFields, tasks: trio.Nursery) -> None:
+        ref, code, text = message["ref"], message["code"], message["message"]
+        token = ref if isinstance(ref, str) else None
+        if token in self._outbox and code in RESULT_RETRIED_ON:
             log.warning("result for %s not recorded yet (%s): %s; sending it again",
-                        token, message.code, message.message)  # fmt: skip
+                        token, code, text)  # fmt: skip
             tasks.start_soon(self._send_again, token, self._retry_backoff.next())
-        elif token in self._outbox and message.code == "PAYLOAD_TOO_LARGE":
+        elif token in self._outbox and code == "PAYLOAD_TOO_LARGE":
             self._outbox[token] = _result(token, {"error": {
-                "code": "OUTPUT_TOO_LARGE", "message": message.message, "retryable": False,
+                "code": "OUTPUT_TOO_LARGE", "message": text, "retryable": False,
             }})  # fmt: skip
             self._send_soon(self._outbox[token])
         elif token in self._outbox:
-            log.error("result for %s refused: %s %s", token, message.code, message.message)
+            log.error("result for %s refused: %s %s", token, code, text)
             self._outbox.pop(token, None)
             self._check_idle()
         else:
-            log.warning("server error: %s %s", message.code, message.message)
+            log.warning("server error: %s %s", code, text)
 
     async def _send_again(self, token: str, delay: float) -> None:
         """A result the server could not record (its store failed) is sent again after a
@@ -336,23 +342,24 @@ class Worker:
 
     # -- tasks -----------------------------------------------------------------------------
     async def _run_task(
-        self, task: wire.Task, function: TaskFunction | None, scope: trio.CancelScope
+        self, task: fields.TaskFields, function: TaskFunction | None, scope: trio.CancelScope
     ) -> None:
+        token = task["token"]
         with scope:
             try:
                 if function is None:
-                    missing = f"this worker has no {task.task_name}@{task.contract_version}"
+                    missing = f"this worker has no {task['task_name']}@{task['contract_version']}"
                     outcome = {
                         "error": {"code": "UNKNOWN_TASK", "message": missing, "retryable": False}
                     }
                 else:
                     outcome = await function.run_pushed(task)
             finally:
-                del self._running[task.token]
+                del self._running[token]
         if scope.cancelled_caught:
             self._check_idle()
             return  # the server cancelled it: its slot is already free
-        await self._send(self._keep(task.token, outcome))
+        await self._send(self._keep(token, outcome))
 
     def _keep(self, token: str, outcome: dict[str, Any]) -> dict[str, Any]:
         """The result message of ``outcome``, kept in the outbox until acknowledged."""
@@ -385,15 +392,16 @@ class Worker:
             self._idle.set()
 
 
-_HANDLERS: dict[type[wire.ServerMessage], Callable[[Worker, Any, trio.Nursery], None]] = {
-    wire.Task: Worker._on_task,
-    wire.Ack: Worker._on_ack,
-    wire.Cancel: Worker._on_cancel,
-    wire.HeartbeatAck: Worker._on_heartbeat_ack,
-    wire.ErrorMessage: Worker._on_error,
-    wire.Unregistered: Worker._on_unregistered,
+_HANDLERS: dict[str, Callable[[Worker, Any, trio.Nursery], None]] = {  # by the `type` tag
+    "task": Worker._on_task,
+    "ack": Worker._on_ack,
+    "cancel": Worker._on_cancel,
+    "heartbeat_ack": Worker._on_heartbeat_ack,
+    "error": Worker._on_error,
+    "unregistered": Worker._on_unregistered,
 }
-"""What the receiving task does with each server message (the others need nothing)."""
+"""What the receiving task does with each server message, by its ``type`` (the others need
+nothing)."""
 
 
 def _result(token: str, outcome: dict[str, Any]) -> dict[str, Any]:

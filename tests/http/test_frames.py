@@ -166,8 +166,31 @@ def test_after_discarding_only_the_close_frame_is_read_even_past_the_limit() -> 
     assert found == [Close(1000, "")]
 
 
-@given(payload=st.binary(max_size=600), mask=st.binary(min_size=4, max_size=4))
-def test_unmasking_is_a_bytewise_xor_with_the_repeated_mask(payload: bytes, mask: bytes) -> None:
+@given(
+    buffer=st.binary(max_size=3000),
+    start=st.integers(min_value=0, max_value=11),
+    mask=st.binary(min_size=4, max_size=4),
+    as_bytearray=st.booleans(),
+)
+def test_unmasking_is_a_bytewise_xor_with_the_repeated_mask(
+    buffer: bytes, start: int, mask: bytes, as_bytearray: bool
+) -> None:
+    # any length (either side of the word-wise and the per-lane paths), a payload cut from a
+    # buffer at any offset, and bytes or a bytearray (the reader's buffer) on either argument
+    payload = (bytearray(buffer) if as_bytearray else buffer)[start:]
+    key = bytearray(mask) if as_bytearray else mask
+    expected = bytes(byte ^ mask[index % 4] for index, byte in enumerate(payload))
+    assert frames.unmask(payload, key) == expected
+
+
+@given(
+    size=st.integers(min_value=0, max_value=80) | st.integers(min_value=1015, max_value=1035),
+    mask=st.binary(min_size=4, max_size=4),
+)
+def test_unmasking_short_lengths_and_those_near_the_switch_is_a_bytewise_xor(
+    size: int, mask: bytes
+) -> None:
+    payload = (bytes(range(256)) * 5)[:size]
     expected = bytes(byte ^ mask[index % 4] for index, byte in enumerate(payload))
     assert frames.unmask(payload, mask) == expected
 

@@ -134,14 +134,17 @@ async def test_a_server_whose_lease_was_taken_over_cannot_write(database: str) -
 async def test_a_takeover_says_when_the_next_lease_of_another_server_ends(database: str) -> None:
     from orbit_actors.store.postgres import open_postgres_store
 
-    async with open_postgres_store(database) as one, open_postgres_store(database) as two:
-        async with one.join("http://a", LEASE_S, server_id="a") as a:
-            assert (await a.take_over()).next_expiry_ms is None  # no other member
-            async with two.join("http://b", LEASE_S, server_id="b"):
-                ahead = (await a.take_over()).next_expiry_ms
-                assert ahead is not None and 0 < ahead <= LEASE_S * 1000
-            taken = await a.take_over()  # b left: its lease ended at once
-            assert (taken.servers, taken.next_expiry_ms) == (["b"], None)
+    async with (
+        open_postgres_store(database) as one,
+        open_postgres_store(database) as two,
+        one.join("http://a", LEASE_S, server_id="a") as a,
+    ):
+        assert (await a.take_over()).next_expiry_ms is None  # no other member
+        async with two.join("http://b", LEASE_S, server_id="b"):
+            ahead = (await a.take_over()).next_expiry_ms
+            assert ahead is not None and 0 < ahead <= LEASE_S * 1000
+        taken = await a.take_over()  # b left: its lease ended at once
+        assert (taken.servers, taken.next_expiry_ms) == (["b"], None)
 
 
 def pause_renewals(runtime: Runtime) -> trio.Event:

@@ -13,6 +13,8 @@ from pydantic import BaseModel
 
 from orbit_actors import TaskContext, TaskFailed
 from orbit_actors.wire import Task
+from orbit_actors.wire.messages import encode_text
+from orbit_actors.wire.server_fields import TaskFields, decode_server_fields
 from orbit_actors.worker.tasks import TaskFunction
 
 SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="unset")
@@ -22,12 +24,16 @@ class Order(BaseModel):
     order_id: str
 
 
-def pushed(input: Any = None, attempt: int = 1) -> Task:
-    return Task(
+def pushed(input: Any = None, attempt: int = 1) -> TaskFields:
+    """A pushed task as the worker reads it (the frame's fields, decoded at the edge)."""
+    task = Task(
         token="t@e1", execution_id="e1", workflow="w", workflow_version="1.0.0", step_id="s",
         task_name="t", contract_version="1", input=input, idempotency_key="e1/1/s",
         attempt=attempt, redelivery=False,
     )  # fmt: skip
+    fields = decode_server_fields(encode_text(task))
+    assert fields["type"] == "task"
+    return fields
 
 
 async def never_awaits(order: Order) -> dict[str, str]:
