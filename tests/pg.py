@@ -157,7 +157,9 @@ def start_replica(primary: PostgresServer) -> PostgresServer:
     # no synchronous standby of its own: once promoted it is alone, and a commit waiting for a
     # standby that does not exist would wait for ever
     settings = ["max_connections=200", "shared_buffers=64MB", "fsync=off"]
-    return _run(binaries, folder, data, settings)
+    replica = _run(binaries, folder, data, settings)
+    _wait_synchronous(primary, replica)
+    return replica
 
 
 def promote(replica: PostgresServer) -> None:
@@ -166,6 +168,26 @@ def promote(replica: PostgresServer) -> None:
     assert binaries is not None
     subprocess.run([binaries / "pg_ctl", "promote", "-w", "-D", replica.folder / "data"],
                    check=True, capture_output=True, cwd=replica.folder, **_run_as())  # fmt: skip
+
+
+def _wait_synchronous(
+    primary: PostgresServer, replica: PostgresServer, timeout: float = 60
+) -> None:
+    """Wait until the primary counts ``replica`` as its synchronous standby (streaming, and
+    ``sync_state = 'sync'``): before that its walreceiver may still be catching up, and a test
+    that kills the primary would not be testing a synchronous pair. PostgreSQL has nothing to
+    wait on for this, so it is asked again every 0.1 s, as :func:`_wait_ready` does."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    query = "SELECT 1 FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = 'sync'"
+    with psycopg.connect(primary.url(), autocommit=True) as conn:
+        while conn.execute(query.encode()).fetchone() is None:
+            if replica.process.poll() is not None or time.monotonic() > deadline:
+                log = (replica.folder / "postgres.log").read_text(errors="replace")
+                replica.stop()
+                raise RuntimeError(f"the replica did not become synchronous: {log[-2000:]}")
+            time.sleep(0.1)
 
 
 def _wait_ready(server: PostgresServer, timeout: float = 60.0) -> None:

@@ -34,7 +34,7 @@ from ..decide.invocation import (
 from ..decide.operate import waits_for_unpause
 from ..decide.query import evaluate_query
 from ..decide.rest import Rest, rest_of
-from ..errors import OrbitError, OwnershipLostError, StorageError
+from ..errors import OrbitError, StorageError
 from ..history.apply import apply, replay
 from ..history.events import Event, StepDispatched, StepScheduled
 from ..history.state import ExecutionState
@@ -246,8 +246,12 @@ class ExecutionActor:
         handler = _HANDLERS[type(command)]  # a command no handler knows is a bug: crash
         try:
             value = await handler(self, command)
-        except OwnershipLostError:
-            raise  # another server owns the execution now: this actor stops (supervisor)
+        except StorageError:
+            # the store failed, or a commit's outcome is unknown (the connection broke during
+            # COMMIT): memory may hold what is not durable, or miss what is. The actor stops;
+            # the supervisor answers the command and respawns it from the store, which
+            # re-publishes what is in flight (another server owning it now: it stops for good)
+            raise
         except OrbitError as exc:
             if command.reply is None:
                 raise
@@ -510,19 +514,9 @@ class ExecutionActor:
     async def _commit(self, commit: Commit) -> None:
         seconds = self.ports.clock.seconds
         began = seconds()
-        try:
-            await self.ports.store.commit(commit)
-        except OwnershipLostError:
-            raise  # nothing was written, and nothing here is the owner's any more
-        except StorageError:
-            if not commit.create:  # a new execution has no durable history to go back to
-                await self._reload()
-            raise
+        # a StorageError stops the actor (see _handle): its memory is replayed from the store
+        await self.ports.store.commit(commit)
         self.ports.committed(self.state, commit.events, seconds() - began)
-
-    async def _reload(self) -> None:
-        """Memory goes back to what is durable (the commit rule)."""
-        self.state = replay(await self.ports.store.history(self.execution_id))
 
     async def _restore(self, applied: list[Event], create: bool) -> None:
         """Memory goes back to what is durable (nothing, for a new execution) and ``applied``

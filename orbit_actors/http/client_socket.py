@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import trio
 
 from . import frames
-from .client_direct import DirectSocket
+from .direct_stream import DirectStream
 from .frames import CLOSE, PONG, TEXT, Close, FrameReader, MaskKeys, Ping, ProtocolViolation
 
 READ_CHUNK = 65536
@@ -70,7 +70,8 @@ class ClientWebSocket:
         close_timeout: float,
     ) -> None:  # fmt: skip
         self._stream = stream
-        self._direct = DirectSocket.of(stream)  # plain TCP: no trio wrapper per read or write
+        # plain TCP: no trio wrapper per read or write
+        self._direct = DirectStream.of(stream, checks_cancel=False)
         self._reader = reader
         self.subprotocol = subprotocol
         """The subprotocol the server picked, or None."""
@@ -258,7 +259,7 @@ class ClientWebSocket:
             raise self._error()
 
     @staticmethod
-    def _write_now(direct: DirectSocket, frame: bytes) -> bytes:
+    def _write_now(direct: DirectStream, frame: bytes) -> bytes:
         """What of ``frame`` the socket did not take at once (all of it when the socket broke:
         the usual path meets the break again, and reports it)."""
         try:

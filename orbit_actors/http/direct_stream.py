@@ -1,17 +1,20 @@
-"""A plain TCP connection's socket on the server, read and written directly: a read or a write
-that the socket can take at once is one system call, with no trip through trio's scheduler; only
-one that would block waits (``wait_readable``, ``wait_writable``). The worker's side does the
-same (:mod:`.client_direct`).
+"""A plain TCP connection's socket read and written directly, on both sides: the server's
+connections (:mod:`.transport`) and the worker's WebSocket (:mod:`.client_socket`). A read or a
+write that the socket can take at once is one system call, with no trip through trio's
+scheduler; only one that would block waits (``wait_readable``, ``wait_writable``).
 
 Why: trio's ``SocketStream`` yields to the scheduler after every successful ``recv`` and
 ``send``, and wraps each in a conflict detector, an error translator and a context manager:
-about 25,000 instructions a call, several calls per execution.
+about 25,000 instructions a call, several calls per execution on each side.
 
 What stays the same:
 
-- **Cancellation.** Every read and write first raises ``trio.Cancelled`` when its scope is
-  cancelled (``checkpoint_if_cancelled``), as trio's do: a deadline that passed ends the
-  connection at its next read even if the client keeps sending.
+- **Cancellation.** On the server every read and write first raises ``trio.Cancelled`` when its
+  scope is cancelled (``checkpoint_if_cancelled``), as trio's do: a deadline that passed ends
+  the connection at its next read even if the client keeps sending. The worker's client makes
+  its stream with ``checks_cancel=False``: it checks before a write itself, and a read that
+  finds data goes without the check (a cancel reaches its reader at its next wait or fairness
+  yield).
 - **Fairness.** A read or write that does not wait does not yield either, so after
   :data:`CALLS_BEFORE_A_CHECKPOINT` of them in a row the next one passes through the scheduler
   first: a connection that always has data, or always room, still lets the others run.
@@ -20,12 +23,16 @@ What stays the same:
   ``SocketStream`` stays the socket's owner: :meth:`aclose` and :meth:`send_eof` are its own.
 
 Only on POSIX, where ``read`` and ``write`` work on a socket; elsewhere, and over TLS, the
-stream is used as it is (:meth:`DirectStream.over`).
+stream is used as it is (:meth:`DirectStream.over`, :meth:`DirectStream.of`). The server's
+listening socket is accepted from the same way (:class:`DirectListener`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
+from typing import Any
 
 import trio
 
@@ -37,18 +44,25 @@ DEFAULT_RECEIVE_SIZE = 65536
 class DirectStream(trio.abc.HalfCloseableStream):
     """A plain :class:`trio.SocketStream` used without its wrappers (see the module)."""
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+    def __init__(self, stream: trio.SocketStream, *, checks_cancel: bool = True) -> None:
         self.stream = stream
         self.socket = stream.socket
+        self.checks_cancel = checks_cancel
+        """Whether every read and write first raises ``Cancelled`` in a cancelled scope."""
         self._unyielded = 0  # reads and writes in a row that did not yield
+
+    @classmethod
+    def of(cls, stream: trio.abc.Stream, *, checks_cancel: bool = True) -> DirectStream | None:
+        """A direct view of ``stream``, or None when it is not a plain socket on POSIX."""
+        if os.name == "posix" and isinstance(stream, trio.SocketStream):
+            return cls(stream, checks_cancel=checks_cancel)
+        return None
 
     @classmethod
     def over(cls, stream: trio.abc.Stream) -> trio.abc.Stream:
         """``stream`` read and written directly when it is a plain socket on POSIX, else as it
         is."""
-        if os.name == "posix" and isinstance(stream, trio.SocketStream):
-            return cls(stream)
-        return stream
+        return cls.of(stream) or stream
 
     def _fd(self) -> int:
         """The socket's descriptor; ``ClosedResourceError`` once it was closed (so that a
@@ -59,11 +73,12 @@ class DirectStream(trio.abc.HalfCloseableStream):
         return fd
 
     async def checkpoint(self) -> None:
-        """Raise if cancelled; yield once every :data:`CALLS_BEFORE_A_CHECKPOINT` calls."""
+        """Raise if cancelled (with :attr:`checks_cancel`); yield once every
+        :data:`CALLS_BEFORE_A_CHECKPOINT` calls."""
         if self._unyielded >= CALLS_BEFORE_A_CHECKPOINT:
             self._unyielded = 0
             await trio.lowlevel.checkpoint()
-        else:
+        elif self.checks_cancel:
             await trio.lowlevel.checkpoint_if_cancelled()
         self._unyielded += 1
 
@@ -120,3 +135,73 @@ class DirectStream(trio.abc.HalfCloseableStream):
     def close(self) -> None:
         """Close the socket at once, what ``aclose`` does without its checkpoint."""
         self.socket.close()
+
+
+_IGNORED_ACCEPT_ERRNO_NAMES = (
+    "EPERM", "ECONNABORTED", "EPROTO", "ENETDOWN", "ENOPROTOOPT", "EHOSTDOWN", "ENONET",
+    "EHOSTUNREACH", "EOPNOTSUPP", "ENETUNREACH",
+)  # fmt: skip
+_IGNORED_ACCEPT_ERRORS = frozenset(
+    getattr(errno, name) for name in _IGNORED_ACCEPT_ERRNO_NAMES if hasattr(errno, name)
+)
+"""A connection that went away before it was accepted (as ``trio.SocketListener`` skips)."""
+
+
+class DirectListener(trio.abc.Listener[trio.SocketStream]):
+    """A plain :class:`trio.SocketListener` accepting directly: a connection already waiting is
+    one ``accept`` call, with no trip through trio's scheduler (trio's yields after each, ~44,000
+    instructions a connection with its wrappers). Accepting is cancellable at every call, and
+    after :data:`CALLS_BEFORE_A_CHECKPOINT` connections in a row that did not wait the next one
+    yields first (a flood of connections still lets the others run). Errors are the
+    listener's: a connection gone before it was accepted is skipped, a closed listener is
+    ``trio.ClosedResourceError``, any other ``OSError`` is raised (out of descriptors, say)."""
+
+    def __init__(self, listener: trio.SocketListener) -> None:
+        self.listener = listener
+        trio_socket = listener.socket
+        # A second descriptor of the same listening socket, for the standard library's accept.
+        self._socket = socket.socket(
+            trio_socket.family, trio_socket.type, fileno=os.dup(trio_socket.fileno())
+        )
+        self._socket.setblocking(False)
+        self._unyielded = 0
+
+    @classmethod
+    def over(cls, listener: trio.abc.Listener[Any]) -> trio.abc.Listener[Any]:
+        """``listener`` accepting directly when it is a plain socket listener on POSIX, else as
+        it is."""
+        if os.name == "posix" and isinstance(listener, trio.SocketListener):
+            return cls(listener)
+        return listener
+
+    async def accept(self) -> trio.SocketStream:
+        """The next connection, waiting only when none is waiting."""
+        if self._unyielded >= CALLS_BEFORE_A_CHECKPOINT:
+            self._unyielded = 0
+            await trio.lowlevel.checkpoint()
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        self._unyielded += 1
+        while True:
+            if self._socket.fileno() < 0:
+                raise trio.ClosedResourceError("the listener was closed")
+            try:
+                accepted, _ = self._socket.accept()
+            except BlockingIOError:
+                self._unyielded = 0
+                await trio.lowlevel.wait_readable(self._socket)
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("the listener was closed") from None
+                if exc.errno in _IGNORED_ACCEPT_ERRORS:
+                    continue
+                raise
+            return trio.SocketStream(trio.socket.from_stdlib_socket(accepted))
+
+    async def aclose(self) -> None:
+        """Close both descriptors of the listening socket."""
+        if self._socket.fileno() >= 0:
+            trio.lowlevel.notify_closing(self._socket)
+            self._socket.close()
+        await self.listener.aclose()

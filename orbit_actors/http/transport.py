@@ -43,7 +43,7 @@ from email.utils import formatdate
 import trio
 
 from .application import Application, Limits
-from .direct_stream import DirectStream
+from .direct_stream import DirectListener, DirectStream
 from .http1 import (
     CONTINUE,
     Refusal,
@@ -123,7 +123,7 @@ class Server:
     ) -> None:
         """Accept while fewer than ``max_connections`` are open; at the cap, wait for one to
         end, so new connections wait in the listen backlog instead of being refused."""
-        async with listener:
+        async with DirectListener.over(listener) as listener:
             while True:
                 while self._open >= self._limits.max_connections:
                     self._say_at_capacity()

@@ -376,8 +376,10 @@ class GroupWriter(Generic[C]):
         """Queue the batch for the watcher, then wake it (a byte on the wake-up socket). A full
         socket has wake-ups pending already; a closed one has nobody left to wake."""
         self._finished.append(batch)
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 (contextlib.suppress's object and calls, on every batch)
             self._wake_out.send(b"\0")
+        except OSError:
+            pass
 
 
 def _not_cancellable(raise_cancel: object) -> trio.lowlevel.Abort:

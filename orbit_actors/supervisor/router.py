@@ -10,6 +10,7 @@ command class in :mod:`.forwarding` and one entry of the table :func:`routes` bu
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pydantic import TypeAdapter
 from ..actors import commands as cmd
 from ..actors.execution import execution_of
 from ..decide.transitions import Verdict
-from ..errors import ExecutionQueuedError, OrbitError
+from ..errors import ExecutionQueuedError, OrbitError, OwnerUnavailableError, StorageError
 from ..history.events import ErrorInfo
 from ..mailbox import Reply
 from ..store.cluster import Owner
@@ -30,6 +31,9 @@ from ..wire.messages import Task
 from . import forwarding as fw
 from .forwarding import Forwarder
 from .registry import Registry
+
+log = logging.getLogger("orbit.cluster")
+UNCERTAIN_RETRY_FIRST_S, UNCERTAIN_RETRY_MAX_S = 0.1, 5.0  # while the database is away
 
 Here = Callable[[str, Any], Awaitable[Any]]
 """Carry a command out on this server: (execution id, command) → the answer."""
@@ -150,9 +154,23 @@ class Router:
         self._nursery.start_soon(self.forward_uncertain, execution_id, token, reason)
 
     async def forward_uncertain(self, execution_id: str, token: str, reason: str) -> None:
-        """Have ``token``'s attempt made uncertain by its owner (here when there is no other)."""
-        with suppress(OrbitError):  # its owner is gone too: its successor makes it uncertain
-            await self.send(execution_id, fw.UncertainCommand(token=token, reason=reason))
+        """Have ``token``'s attempt made uncertain by its owner (here when there is no other),
+        asked again while the database or the owner does not answer: a mark lost then would
+        leave the attempt dispatched to a session that does not hold it, waited on for ever.
+        (Marking twice does nothing more.)"""
+        command = fw.UncertainCommand(token=token, reason=reason)
+        delay = UNCERTAIN_RETRY_FIRST_S
+        while True:
+            try:
+                await self.send(execution_id, command)
+                return
+            except (StorageError, OwnerUnavailableError) as exc:
+                log.warning("could not have %s made uncertain (trying again in %.1f s): %s",
+                            token, delay, exc)  # fmt: skip
+            except OrbitError:  # finished, or its owner gone too: its successor marks it
+                return
+            await trio.sleep(delay)  # a backoff: the database is away (failing over)
+            delay = min(UNCERTAIN_RETRY_MAX_S, delay * 2)
 
 
 class Remote:

@@ -36,7 +36,7 @@ from ..actors import commands as cmd
 from ..actors.clock import Clock
 from ..actors.execution import new_token
 from ..actors.pool import Offer, QueueKey, WorkerPool
-from ..errors import OrbitError, OwnerUnavailableError
+from ..errors import OrbitError, OwnerUnavailableError, StorageError
 from ..mailbox import Reply
 from ..store.cluster import Cluster, ReadyTask
 from ..wire.messages import Task
@@ -71,6 +71,7 @@ class TaskSharing(Remote):
         self._claim = trio.Event()
         self._maybe_ready = True  # units may wait in the shared queue (a NOTIFY said so)
         self._remote: dict[str, dict[str, str]] = {}  # server → {token: execution} sent there
+        self._claimed: dict[tuple[str, str, int], QueueKey] = {}  # claimed here, not yet offered
 
     # -- the pool's port (Sharing) ---------------------------------------------------------
     def spilled(self, execution_id: str, key: str, attempt: int, queue: QueueKey) -> None:
@@ -189,6 +190,7 @@ class TaskSharing(Remote):
         rows = await self._cluster.claim_ready(queues, limit)
         for row in rows:
             queue = (row.task_name, row.contract_version, row.language or None)
+            self._claimed[(row.execution_id, row.unit_key, row.attempt)] = queue
             self._pool.enqueue_remote(row.execution_id, row.unit_key, row.attempt, queue)
         return len(rows)
 
@@ -207,16 +209,26 @@ class TaskSharing(Remote):
             key=offer.key, attempt=offer.attempt, token=token, worker_id=offer.worker_id,
             session_id=offer.session_id,
         )  # fmt: skip
+        unit = (offer.execution_id, offer.key, offer.attempt)
+        queue = self._claimed.pop(unit, None)
         task: Any = None
         try:
             owner = await self._forwarder.owner_elsewhere(offer.execution_id)
             if owner is not None:
                 task = await self._forwarder.forward(owner, offer.execution_id, command)
-        except OwnerUnavailableError as exc:
+        except (OwnerUnavailableError, StorageError) as exc:  # its outcome is unknown
             # the owner may have dispatched it to the session here without the task reaching
             # it: have the attempt made uncertain, so that it is redelivered
             log.warning("a claimed unit of %s: %s", offer.execution_id, exc)
             await self._router.forward_uncertain(offer.execution_id, token, str(exc))
+            # or it never carried the offer out (its answer lost with the database failing
+            # over): the unit is out of the shared queue, so it is offered again from here
+            # (the owner answers a unit it did dispatch as a stale offer)
+            if queue is not None:
+                self._pool.release(token)
+                self._claimed[unit] = queue
+                self._pool.enqueue_remote(*unit, queue)
+                return
         except OrbitError as exc:
             log.info("a claimed unit of %s was not dispatched: %s", offer.execution_id, exc)
         if task is None:

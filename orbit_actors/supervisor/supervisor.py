@@ -23,6 +23,7 @@ import trio
 from ..actors.execution import ExecutionActor, ExecutionPorts
 from ..errors import (
     ActorCrashedError,
+    ExecutionNotFoundError,
     NotHereError,
     NotQuarantinedError,
     OrbitError,
@@ -169,10 +170,13 @@ class Supervisor:
         self, execution_id: str, mailbox: Mailbox[Command], history: list[Event] | None
     ) -> None:
         try:
-            if history is None:
-                state, definition = await self._load(execution_id)
-            else:
-                state, definition = await self._load.with_history(execution_id, history)
+            try:
+                if history is None:
+                    state, definition = await self._load(execution_id)
+                else:
+                    state, definition = await self._load.with_history(execution_id, history)
+            except StorageError as exc:  # the store is away: it still runs, and comes back
+                state, definition = await self._after_storage_error(execution_id, exc, 1)
         except OrbitError as exc:  # its history is gone, or names a definition not stored
             log.error("execution %s cannot be brought back: %s", execution_id, exc)
             self.registry.remove(execution_id, mailbox)
@@ -221,8 +225,14 @@ class Supervisor:
                 return
             except Exception as exc:
                 if created is not None and not actor.started:
-                    status.fail(exc)  # nothing is stored: there is nothing to respawn
-                    return
+                    status.fail(exc)  # the starter is told; nothing is known to be stored
+                    found = await self._written_after_all(execution_id, exc, admit, mailbox)
+                    if found is None:
+                        return  # nothing was stored: there is nothing to respawn
+                    state, definition = found
+                    mailbox = self._register(state)
+                    created, resumed = None, False
+                    continue
                 if actor.current is not None and actor.current.reply is not None:
                     failure = exc if isinstance(exc, StorageError) else None
                     actor.current.reply.fail(
@@ -243,7 +253,10 @@ class Supervisor:
                     return
                 self.stats.restarts += 1
                 created = None
-                state, definition = await self._load(execution_id)
+                try:
+                    state, definition = await self._load(execution_id)
+                except StorageError as away:
+                    state, definition = await self._after_storage_error(execution_id, away, 1)
                 continue
             if actor.passivated:
                 if self.registry.passivate(execution_id, mailbox, actor.wake_at_ms):
@@ -270,6 +283,30 @@ class Supervisor:
             except StorageError as again:
                 log.warning("execution %s still waits for the store: %s", execution_id, again)
         raise AssertionError("unreachable")
+
+    async def _written_after_all(
+        self, execution_id: str, exc: Exception, admit: Admission | None, first: Mailbox[Command]
+    ) -> tuple[ExecutionState, CompiledDefinition] | None:
+        """A new execution's first commit failed with a storage error. Its outcome may be
+        unknown (the connection to PostgreSQL broke during ``COMMIT``, which may have landed):
+        once the store reads again, the execution as written, to be run after all; None when it
+        was not written (or was promoted from the queue, whose own retry takes it), or when
+        another start of the same id came back with it meanwhile."""
+        if not isinstance(exc, StorageError) or isinstance(exc, OwnershipLostError):
+            return None  # a refusal, or a fenced commit: nothing of it was written
+        if admit is not None and admit.promoting:
+            return None
+        try:
+            state, definition = await self._after_storage_error(execution_id, exc, 1)
+        except ExecutionNotFoundError:
+            return None
+        live = self.registry.mailbox_if_live(execution_id)
+        if live not in (None, first) or execution_id in self.registry.dormant:
+            return None
+        if not state.started:
+            return None  # queued for a slot of its concurrency key: the queue starts it
+        log.warning("execution %s was written by the commit that failed: it runs", execution_id)
+        return state, definition
 
     def _spent(self, execution_id: str) -> bool:
         now = trio.current_time()

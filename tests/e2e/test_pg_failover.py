@@ -15,9 +15,17 @@ import pytest
 from orbit_actors.client import ApiError, Client
 from tests.pg import REPLICATED, PostgresServer, promote, start_postgres, start_replica
 
-from .harness import ServerProcess, WorkerProcess
+from .harness import ServerProcess, WorkerProcess, wait_until
 from .test_cluster import NAP3
 from .test_durability import succeeded_per_step
+
+STOPPED = "waits for the store"  # what a server logs when an actor is stopped by the store
+
+
+def connected(server: ServerProcess, worker_id: str) -> bool:
+    """True once the worker's log says it is connected (it serves tasks)."""
+    log = server.folder / f"worker-{worker_id}.log"
+    return log.exists() and "connected to" in log.read_text()
 
 
 def completed(client: Client, execution_id: str, within: float = 120) -> bool:
@@ -74,10 +82,16 @@ def test_servers_follow_a_promoted_replica_and_lose_nothing_acknowledged(
         for n in range(3):
             env = {"ORBIT_URL": urls, "E2E_CONCURRENCY": "8"}
             workers.append(WorkerProcess(servers[n], f"w{n}", env=env))
+        # under load: on a busy machine a worker may take seconds to start, and a primary
+        # killed before any is connected fails no commit of a result
+        wait_until(lambda: all(connected(s, f"w{n}") for n, s in enumerate(servers)), 60, "workers")
         clients = [server.client() for server in servers]
         ids = [clients[n % 3].start("naps", input={"n": n}).execution_id for n in range(60)]
         primary.process.send_signal(signal.SIGQUIT)  # an immediate stop: no checkpoint
         primary.process.wait(timeout=30)
+        # the replica takes over once the outage has stopped an execution (a result's commit
+        # failed, its store unreadable too), well before a lease (15 s) could expire
+        wait_until(lambda: any(STOPPED in s.log_text() for s in servers), 5, "a failed commit")
         promote(replica)
         for execution_id in ids:
             assert completed(clients[0], execution_id), execution_id

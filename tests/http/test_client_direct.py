@@ -1,34 +1,28 @@
-"""A socket read directly (``http/client_direct.py``) waits only when the socket is empty, yet a
-reader that always finds data still lets the other tasks run now and then."""
+"""The worker's socket read directly (``DirectStream`` with ``checks_cancel=False``, as
+``http/client_socket.py`` makes it): a read that finds data goes without a cancellation check,
+and a cancel still reaches a reader that always finds data at its next turn through the
+scheduler. What both sides share is in ``test_direct_stream.py``."""
 
 from __future__ import annotations
 
 import trio
 
-from orbit_actors.http.client_direct import READS_BEFORE_A_CHECKPOINT, DirectSocket
-
-GUARD = 20  # seconds: a hang guard, never a speed assertion
+from orbit_actors.http.direct_stream import CALLS_BEFORE_A_CHECKPOINT, DirectStream
 
 
-async def test_a_reader_that_always_finds_data_lets_other_tasks_run() -> None:
-    ours, theirs = trio.socket.socketpair()
-    chunks = 3 * READS_BEFORE_A_CHECKPOINT
-    await theirs.send(b"x" * 64 * chunks)  # all there before the first read
-    direct = DirectSocket.of(trio.SocketStream(ours))
+async def test_a_read_that_finds_data_goes_without_a_cancel_check_until_its_next_turn(
+    socket_pair: tuple[trio.SocketStream, trio.socket.SocketType],
+) -> None:
+    stream, theirs = socket_pair
+    direct = DirectStream.of(stream, checks_cancel=False)
     assert direct is not None
+    await theirs.send(b"x" * 2 * CALLS_BEFORE_A_CHECKPOINT)  # all there before the first read
     reads = 0
-    seen_at: list[int] = []
-
-    async def other() -> None:
-        seen_at.append(reads)
-
-    with trio.fail_after(GUARD):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(other)  # runs once this task gives the scheduler a turn
-            for _ in range(chunks):
-                assert await direct.receive_some(64) == b"x" * 64
-                reads += 1
-    # a turn every READS_BEFORE_A_CHECKPOINT reads (trio picks which runnable task goes first)
-    assert seen_at[0] < chunks and seen_at[0] % READS_BEFORE_A_CHECKPOINT == 0
-    theirs.close()
-    ours.close()
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        while True:
+            assert await direct.receive_some(1) == b"x"
+            reads += 1
+    assert scope.cancelled_caught
+    assert reads == CALLS_BEFORE_A_CHECKPOINT  # the next read's turn raised
+    assert await direct.receive_some(64) == b"x" * CALLS_BEFORE_A_CHECKPOINT  # nothing lost

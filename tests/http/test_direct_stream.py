@@ -1,6 +1,7 @@
-"""The server's plain TCP socket read and written directly (``http/direct_stream.py``): it
-waits only when the socket is empty or full, still lets the other tasks run now and then, still
-honours cancellation, and fails as trio's ``SocketStream`` does."""
+"""A plain TCP socket read and written directly (``http/direct_stream.py``), as the server uses
+it: it waits only when the socket is empty or full, still lets the other tasks run now and
+then, still honours cancellation, and fails as trio's ``SocketStream`` does. The worker's use
+(``checks_cancel=False``) is in ``test_client_direct.py``."""
 
 from __future__ import annotations
 
@@ -13,15 +14,32 @@ from orbit_actors.http.direct_stream import CALLS_BEFORE_A_CHECKPOINT, DirectStr
 GUARD = 20  # seconds: a hang guard, never a speed assertion
 
 
-def pair() -> tuple[DirectStream, trio.socket.SocketType]:
-    ours, theirs = trio.socket.socketpair()
-    direct = DirectStream.over(trio.SocketStream(ours))
+Pair = tuple[DirectStream, trio.socket.SocketType]
+
+
+@pytest.fixture(params=[True, False], ids=["server", "worker"])
+def either(
+    socket_pair: tuple[trio.SocketStream, trio.socket.SocketType], request: pytest.FixtureRequest
+) -> Pair:
+    """Ours read directly, as the server does (checking for cancellation) and as the worker
+    does (not on a read that finds data); and the peer's socket."""
+    stream, theirs = socket_pair
+    direct = DirectStream.of(stream, checks_cancel=request.param)
+    assert direct is not None
+    return direct, theirs
+
+
+@pytest.fixture
+def pair(socket_pair: tuple[trio.SocketStream, trio.socket.SocketType]) -> Pair:
+    """Ours read directly as the server does, and the peer's socket."""
+    stream, theirs = socket_pair
+    direct = DirectStream.over(stream)
     assert isinstance(direct, DirectStream)
     return direct, theirs
 
 
-async def test_a_reader_that_always_finds_data_lets_other_tasks_run() -> None:
-    direct, theirs = pair()
+async def test_a_reader_that_always_finds_data_lets_other_tasks_run(either: Pair) -> None:
+    direct, theirs = either
     chunks = 3 * CALLS_BEFORE_A_CHECKPOINT
     await theirs.send(b"x" * 64 * chunks)  # all there before the first read
     reads = 0
@@ -38,12 +56,10 @@ async def test_a_reader_that_always_finds_data_lets_other_tasks_run() -> None:
                 reads += 1
     # a turn every CALLS_BEFORE_A_CHECKPOINT reads (trio picks which runnable task goes first)
     assert seen_at[0] < chunks and seen_at[0] % CALLS_BEFORE_A_CHECKPOINT == 0
-    theirs.close()
-    direct.close()
 
 
-async def test_a_writer_that_always_has_room_lets_other_tasks_run() -> None:
-    direct, theirs = pair()
+async def test_a_writer_that_always_has_room_lets_other_tasks_run(either: Pair) -> None:
+    direct, _ = either
     chunks = 3 * CALLS_BEFORE_A_CHECKPOINT
     writes = 0
     seen_at: list[int] = []
@@ -58,24 +74,20 @@ async def test_a_writer_that_always_has_room_lets_other_tasks_run() -> None:
                 await direct.send_all(b"y")
                 writes += 1
     assert seen_at[0] < chunks and seen_at[0] % CALLS_BEFORE_A_CHECKPOINT == 0
-    theirs.close()
-    direct.close()
 
 
-async def test_a_read_in_a_cancelled_scope_raises_even_with_data_waiting() -> None:
-    direct, theirs = pair()
+async def test_a_read_in_a_cancelled_scope_raises_even_with_data_waiting(pair: Pair) -> None:
+    direct, theirs = pair
     await theirs.send(b"late")
     with trio.CancelScope() as scope:
         scope.cancel()
         await direct.receive_some(64)
     assert scope.cancelled_caught
     assert await direct.receive_some(64) == b"late"  # nothing was lost
-    theirs.close()
-    direct.close()
 
 
-async def test_a_read_waits_for_data_and_ends_with_the_peer() -> None:
-    direct, theirs = pair()
+async def test_a_read_waits_for_data_and_ends_with_the_peer(pair: Pair) -> None:
+    direct, theirs = pair
 
     async def send_later() -> None:
         await trio.sleep(0.01)
@@ -87,11 +99,10 @@ async def test_a_read_waits_for_data_and_ends_with_the_peer() -> None:
             nursery.start_soon(send_later)
             assert await direct.receive_some() == b"hello"
             assert await direct.receive_some() == b""
-    direct.close()
 
 
-async def test_a_write_to_a_full_socket_waits_and_arrives_whole_in_order() -> None:
-    direct, theirs = pair()
+async def test_a_write_to_a_full_socket_waits_and_arrives_whole_in_order(pair: Pair) -> None:
+    direct, theirs = pair
     data = bytes(range(256)) * 40_000  # ~10 MB: more than the socket buffers hold
     received = bytearray()
 
@@ -104,20 +115,16 @@ async def test_a_write_to_a_full_socket_waits_and_arrives_whole_in_order() -> No
             nursery.start_soon(read_all)
             await direct.send_all(data)
     assert received == data
-    theirs.close()
-    direct.close()
 
 
-async def test_send_now_takes_what_fits_and_zero_when_full() -> None:
-    direct, theirs = pair()
+async def test_send_now_takes_what_fits_and_zero_when_full(pair: Pair) -> None:
+    direct, _ = pair
     taken = [direct.send_now(b"z" * (1 << 20)) for _ in range(64)]
     assert taken[0] > 0 and taken[-1] == 0
-    theirs.close()
-    direct.close()
 
 
-async def test_a_closed_socket_is_a_closed_resource_even_for_a_waiting_reader() -> None:
-    direct, theirs = pair()
+async def test_a_closed_socket_is_a_closed_resource_even_for_a_waiting_reader(pair: Pair) -> None:
+    direct, _ = pair
 
     async def close_soon() -> None:
         await trio.sleep(0.01)
@@ -130,16 +137,14 @@ async def test_a_closed_socket_is_a_closed_resource_even_for_a_waiting_reader() 
                 await direct.receive_some(64)
     with pytest.raises(trio.ClosedResourceError):
         await direct.send_all(b"x")
-    theirs.close()
 
 
-async def test_a_peer_that_vanished_is_a_broken_resource() -> None:
-    direct, theirs = pair()
+async def test_a_peer_that_vanished_is_a_broken_resource(pair: Pair) -> None:
+    direct, theirs = pair
     theirs.close()
     with pytest.raises(trio.BrokenResourceError):
         for _ in range(8):  # the first write may still be taken by the kernel
             await direct.send_all(b"x" * 65536)
-    direct.close()
 
 
 async def test_only_a_plain_socket_is_read_directly() -> None:

@@ -3,21 +3,26 @@ a unit of ``a``'s from the shared queue and dies; ``a`` hears that ``b`` was tak
 only then carries out ``b``'s offer (as after a double takeover, when a dead owner's inbox is
 readdressed to the server that takes over). The attempt dispatched to ``b``'s session must not
 stay there: it is redelivered, with its key, to a worker of ``a``'s. The same when ``a`` missed
-the notice because its LISTEN connection was down."""
+the notice because its LISTEN connection was down. And an offer the owner took but never carried
+out or answered (its database failing over): the unit, out of the shared queue, is offered
+again rather than left waiting."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 import trio
 
 from orbit_actors.actors.execution import new_token
-from orbit_actors.runtime import Runtime
-from orbit_actors.store.cluster import ReadyTask
+from orbit_actors.errors import StorageError
+from orbit_actors.runtime import Runtime, RuntimeConfig, open_runtime
+from orbit_actors.store.cluster import Message, ReadyTask
 from orbit_actors.store.postgres.cluster import PostgresCluster
+from orbit_actors.supervisor import forwarding
 from orbit_actors.supervisor.forwarding import Envelope, OfferCommand
 from orbit_actors.testing import FakeWorker
 from tests.pg import PostgresServer
@@ -132,3 +137,73 @@ def forget_quietly(url: str, server_id: str) -> None:
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DELETE FROM servers WHERE server_id = %s", (server_id,))
+
+
+@asynccontextmanager
+async def quick_server(url: str, name: str) -> AsyncIterator[Runtime]:
+    """A server whose forwarded commands wait for their answer the lease time and 1 s more."""
+    from orbit_actors.store.postgres import open_postgres_store
+
+    config = RuntimeConfig(forward_margin_s=1)
+    async with (
+        open_postgres_store(url) as store,
+        store.join(f"http://{name}", LEASE_S, server_id=name) as cluster,
+        open_runtime(store, config, cluster=cluster, address=f"http://{name}") as runtime,
+    ):
+        yield runtime
+
+
+async def test_an_offer_taken_and_never_answered_is_offered_again(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    carry_out = forwarding._carry_out
+    lost: list[str] = []
+
+    async def losing_the_first_offer(handle: forwarding.Handle, message: Message) -> object:
+        if not lost and isinstance(
+            Envelope.model_validate_json(message.body).command, OfferCommand
+        ):
+            lost.append(message.execution_id)  # taken, then the database failed over
+            raise StorageError("could not write to the database: the connection broke")
+        return await carry_out(handle, message)
+
+    monkeypatch.setattr(forwarding, "_carry_out", losing_the_first_offer)
+    async with server(database, "a") as a:
+        await a.register_definition(ONE_TASK)
+        await a.start("one", execution_id="e1")  # no worker here: the unit is published
+        async with quick_server(database, "b") as b, trio.open_nursery() as nursery:
+            worker = FakeWorker(b, "w1", [("nap", "1")])
+            await nursery.start(worker.serve)
+            with trio.fail_after(30):
+                assert (await a.wait("e1", timeout=30)).status == "completed"
+            nursery.cancel_scope.cancel()
+    assert lost == ["e1"]
+
+
+async def test_an_offer_whose_answer_could_not_be_read_is_made_uncertain_and_redelivered(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with server(database, "a") as a:
+        await a.register_definition(ONE_TASK)
+        await a.start("one", execution_id="e1")  # no worker here: the unit is published
+        async with quick_server(database, "b") as b, trio.open_nursery() as nursery:
+            cluster_b = b.membership.cluster
+            assert isinstance(cluster_b, PostgresCluster)
+            collect = cluster_b.collect
+            failed: list[str] = []
+
+            async def failing_once(message_id: str) -> Any:
+                if not failed:  # the owner dispatched it and answered; the database went away
+                    failed.append(message_id)
+                    raise StorageError("could not read the database: cannot connect")
+                return await collect(message_id)
+
+            monkeypatch.setattr(cluster_b, "collect", failing_once)
+            worker = FakeWorker(b, "w1", [("nap", "1")])
+            await nursery.start(worker.serve)
+            with trio.fail_after(30):
+                assert (await a.wait("e1", timeout=30)).status == "completed"
+            nursery.cancel_scope.cancel()
+        history = [event.type for event in await a.history("e1")]
+    assert failed and history.count("StepSucceeded") == 1
+    assert history.count("StepAttemptUncertain") == 1
