@@ -15,7 +15,9 @@ What it promises:
   under way leave together in the next write, each sender returning once its frame is written.
   :meth:`ClientWebSocket.send_nowait` queues a message without waiting: it leaves with the next
   write, at the latest the one the receiving task makes before it next reads, so what the
-  receiving task answers to the messages of one read leaves in one write.
+  receiving task answers to the messages of one read leaves in one write. With
+  :meth:`ClientWebSocket.flush_queued` running in a task of its own, the receiving task writes
+  only what the socket takes at once and reads on; that task waits for room for the rest.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class ClientWebSocket:
         self._pending: list[bytes] = []
         self._batch = _Batch()  # the frames in _pending
         self._writing = False
+        self._flushing = False  # a task of its own writes what send_nowait queued
+        self._queued = trio.lowlevel.ParkingLot()  # that task, waiting for something queued
 
     @property
     def close_reason(self) -> CloseReason | None:
@@ -106,6 +110,26 @@ class ClientWebSocket:
             raise self._error()
         payload = message.encode("utf-8")
         self._pending.append(frames.encode_masked_frame(TEXT, payload, self._keys.next()))
+
+    async def flush_queued(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Write what :meth:`send_nowait` queued and the socket did not take at once, until the
+        socket closes (for a task of its own, started with ``nursery.start``). The receiving
+        task then never waits for the socket to take its answers: it writes what
+        the socket takes at once and reads on while a full socket holds the rest (a peer that
+        reads nothing until it has written would otherwise wait for it for ever)."""
+        self._flushing = True
+        task_status.started()
+        try:
+            while not self._stream_closed:
+                if not self._pending or self._writing:
+                    await self._queued.park()
+                    continue
+                with contextlib.suppress(WebSocketClosedError):
+                    await self._write_pending()
+        finally:
+            self._flushing = False
 
     async def receive(self) -> str:
         """The next whole text message; :class:`WebSocketClosedError` once closed. One task at
@@ -170,10 +194,13 @@ class ClientWebSocket:
 
     async def _feed(self) -> None:
         if self._pending and not self._writing:  # what send_nowait queued leaves first
-            with contextlib.suppress(WebSocketClosedError):
-                await self._write_pending()
-            if self._peer_done.is_set():
-                return  # the write found the connection broken
+            if self._flushing:
+                self._flush_without_waiting()
+            else:
+                with contextlib.suppress(WebSocketClosedError):
+                    await self._write_pending()
+                if self._peer_done.is_set():
+                    return  # the write found the connection broken
         data: bytes | bytearray
         try:
             if self._direct is not None:
@@ -187,6 +214,17 @@ class ClientWebSocket:
             return
         self._closed = self._closed or CloseReason(LOST, "the connection ended without a close")
         self._peer_done.set()
+
+    def _flush_without_waiting(self) -> None:
+        """The receiving task's write of what was queued: what the socket takes at once (one
+        write, no task switch); the rest, if any, is left to :meth:`flush_queued`'s task, and
+        this one reads on."""
+        if self._direct is not None:
+            rest = self._write_now(self._direct, self._joined())
+            if not rest:
+                return
+            self._pending.append(rest)
+        self._queued.unpark()
 
     async def _pong(self, ping: Ping) -> None:
         if not self._close_sent:

@@ -42,6 +42,13 @@ class Connection(Protocol):
         :data:`ConnectionClosed` once closed."""
         ...
 
+    async def flush_queued(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run in a task of its own: write what :meth:`send_nowait` queued and the socket did
+        not take at once, so the receiving task never waits for room (and reads on)."""
+        ...
+
     async def receive(self) -> str:
         """The next text message; :data:`ConnectionClosed` once closed."""
         ...

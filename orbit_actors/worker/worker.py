@@ -232,6 +232,8 @@ class Worker:
         async with trio.open_nursery() as nursery:
             interval = registered.heartbeat_interval_ms / 1000
             nursery.start_soon(self._heartbeat, interval)
+            # answers the socket cannot take at once leave from there: this task reads on
+            await nursery.start(ws.flush_queued)
             try:
                 while not unregistered.is_set():
                     raw = await ws.receive()

@@ -519,3 +519,37 @@ async def test_the_subprotocol_the_server_picks_is_kept() -> None:
             open_websocket(url, subprotocols=["orbit.v2", "orbit.v1"]) as ws,
         ):
             assert ws.subprotocol == "orbit.v1"
+
+
+async def test_the_receiving_task_reads_on_while_what_it_queued_waits_for_a_full_socket() -> None:
+    """A server that reads nothing more until the client has read its next message must not
+    deadlock the client: with ``flush_queued`` running, what ``send_nowait`` queued and the
+    socket could not take at once leaves from that task, and the receiving task reads on (the
+    server's gateway pauses reading while its own writes to the worker wait: a worker blocked
+    the same way would hang both)."""
+    queued = ["x" * 1000 + f"{n:06d}" for n in range(8000)]  # ~8 MB: more than the buffers hold
+    released, received = trio.Event(), []
+
+    async def script(peer: Peer) -> None:
+        await peer.handshake()
+        await peer.stream.send_all(frames.encode_text("go"))
+        peer.reader.feed(await peer.stream.receive_some(1))  # the client began writing them...
+        await peer.stream.send_all(frames.encode_text("after"))  # ...and must still read
+        await released.wait()
+        received.extend([await peer.next() for _ in queued])
+
+    with trio.fail_after(GUARD):
+        async with (
+            raw_server(script) as url,
+            open_websocket(url) as ws,
+            trio.open_nursery() as nursery,
+        ):
+            await nursery.start(ws.flush_queued)
+            assert await ws.receive() == "go"
+            for message in queued:
+                ws.send_nowait(message)
+            assert await ws.receive() == "after"
+            released.set()
+            await ws.send("done")  # leaves after everything queued before it
+            nursery.cancel_scope.cancel()
+    assert received == queued

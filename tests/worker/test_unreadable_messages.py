@@ -46,6 +46,11 @@ class ScriptedServer:
         elif decoded["type"] in ("complete", "fail"):
             self._to_worker.send_nowait(json.dumps({"type": "unregistered"}))
 
+    async def flush_queued(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()  # every send here is taken at once
+
     async def receive(self) -> str:
         return await self._incoming.receive()
 
