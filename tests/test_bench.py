@@ -137,14 +137,23 @@ def test_bench_pure_prints_its_json_line() -> None:
     assert set(line) == {"pure_us_per_exec"}
 
 
-def test_bench_latency_prints_its_json_line() -> None:
+def json_line(script: str, *args: str) -> dict[str, object]:
+    """Run ``bench/<script>`` with ``args``; the JSON line it ends with."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "latency.py"), "--executions", "5"],
+        [sys.executable, str(ROOT / "bench" / script), *args],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(line) == {"p50_ms", "p90_ms", "p99_ms"}
+    line: dict[str, object] = json.loads(result.stdout.strip().splitlines()[-1])
+    return line
+
+
+def test_bench_latency_prints_its_json_line() -> None:
+    assert set(json_line("latency.py", "--executions", "5")) == {"p50_ms", "p90_ms", "p99_ms"}
+
+
+def test_bench_commit_path_prints_its_json_line() -> None:
+    assert set(json_line("commit_path.py", "--executions", "5")) == {"ms_per_exec"}
 
 
 PERF_TRACE = """\
