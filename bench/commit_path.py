@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
-import sys
 import tempfile
 import time
 
 import trio
+from callgrind import per_execution
 
 from orbit_actors.history.events import Event, SignalReceived
 from orbit_actors.store import Commit, ExecutionRow, open_sqlite_store
@@ -52,16 +50,6 @@ async def run(executions: int) -> None:
                 await store.commit(_commit(execution_id, 11, 4, status="completed"))
 
 
-def collected(executions: int) -> int:
-    """Instructions callgrind counts for a whole run of ``executions`` executions."""
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
-    command += [__file__, "--executions", str(executions)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    assert found is not None, done.stderr[-2000:]
-    return int(found.group(1))
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--executions", type=int, default=None)
@@ -69,7 +57,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.instructions:
         more = args.executions or 100
-        per = (collected(50 + more) - collected(50)) / more
+        per = per_execution(__file__, 50, more)
         print(f"{per / 1e6:.3f} M instructions per execution (callgrind, {more} executions)")
         print(json.dumps({"instructions_per_exec": round(per)}))
     else:

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
-import sys
 import time
 
 import trio
+from callgrind import per_execution
 from runtime import THREE  # bench/runtime.py's workflow (a script's folder is on sys.path)
 
 from orbit_actors.runtime import Runtime, RuntimeConfig, open_runtime, tune_gc
@@ -61,21 +59,9 @@ async def main(concurrency: int, executions: int) -> None:
     print(json.dumps({"cpu_us_per_exec": round(per, 1), "concurrency": concurrency}))
 
 
-def collected(executions: int, concurrency: int) -> int:
-    """Instructions callgrind counts for a whole run of ``executions`` executions."""
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
-    command += [__file__, "--executions", str(executions), "--concurrency", str(concurrency)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    assert found is not None, done.stderr[-2000:]
-    return int(found.group(1))
-
-
 def instructions(concurrency: int, executions: int) -> None:
     """Print the instructions per execution, as the difference of two runs."""
-    base = collected(100, concurrency)
-    more = collected(100 + executions, concurrency)
-    per = (more - base) / executions
+    per = per_execution(__file__, 100, executions, "--concurrency", str(concurrency))
     print(f"{per / 1e6:.3f} M instructions per execution (callgrind, {executions} executions)")
     print(json.dumps({"instructions_per_exec": round(per), "concurrency": concurrency}))
 

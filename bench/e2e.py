@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,33 @@ def start_server(
         if found:
             return process, found.group(1)
     raise SystemExit("the server did not start")
+
+
+Processes = tuple["subprocess.Popen[str]", "subprocess.Popen[bytes]", str]
+
+
+@contextmanager
+def server_and_worker(server_kind: str = "orbit") -> Iterator[Processes]:
+    """A server (``orbit`` or ``hypercorn``) on a fresh SQLite file with the no-op workflow
+    deployed, and a registered, warmed-up no-op worker; yields both processes and the URL, and
+    stops them on the way out."""
+    with tempfile.TemporaryDirectory() as folder:
+        server, url = start_server(Path(folder), server_kind)
+        worker = subprocess.Popen(
+            [sys.executable, str(ROOT / "bench" / "noop_worker.py")],
+            env={**os.environ, "ORBIT_URL": url}, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            httpx.post(
+                f"{url}/v1/definitions", content=THREE, headers={"content-type": "application/yaml"}
+            ).raise_for_status()
+            trio.run(load, url, 100, 50)  # warm up (and wait for the worker to register)
+            yield server, worker, url
+        finally:
+            worker.terminate()
+            server.terminate()
+            worker.wait(30)
+            server.wait(30)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -183,35 +212,20 @@ def main() -> None:
                         help="--burst: do not check that a burst of 5,000 completes")  # fmt: skip
     parser.add_argument("--server", choices=["orbit", "hypercorn"], default="orbit")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        server, url = start_server(Path(folder), args.server)
-        worker = subprocess.Popen(
-            [sys.executable, str(ROOT / "bench" / "noop_worker.py")],
-            env={**os.environ, "ORBIT_URL": url}, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            httpx.post(
-                f"{url}/v1/definitions", content=THREE, headers={"content-type": "application/yaml"}
-            ).raise_for_status()
-            trio.run(load, url, 100, 50)  # warm up (and wait for the worker to register)
-            if args.burst:
-                _descriptors_for_bursts()
-                run_burst(url, (server.pid, worker.pid), args.burst, args.idle, args.client,
-                          check_5000=not args.skip_5000, compare=args.compare,
-                          cpu_seconds=cpu_seconds)  # fmt: skip
-                return
-            cpu_before = cpu_seconds(server.pid)
-            worker_before, client_before = cpu_seconds(worker.pid), time.process_time()
-            rate, latencies = trio.run(load, url, args.executions, args.in_flight)
-            cpu_ms = (cpu_seconds(server.pid) - cpu_before) * 1000 / args.executions
-            worker_ms = (cpu_seconds(worker.pid) - worker_before) * 1000 / args.executions
-            client_ms = (time.process_time() - client_before) * 1000 / args.executions
-            quiet = trio.run(idle, url, args.idle)
-        finally:
-            worker.terminate()
-            server.terminate()
-            worker.wait(30)
-            server.wait(30)
+    with server_and_worker(args.server) as (server, worker, url):
+        if args.burst:
+            _descriptors_for_bursts()
+            run_burst(url, (server.pid, worker.pid), args.burst, args.idle, args.client,
+                      check_5000=not args.skip_5000, compare=args.compare,
+                      cpu_seconds=cpu_seconds)  # fmt: skip
+            return
+        cpu_before = cpu_seconds(server.pid)
+        worker_before, client_before = cpu_seconds(worker.pid), time.process_time()
+        rate, latencies = trio.run(load, url, args.executions, args.in_flight)
+        cpu_ms = (cpu_seconds(server.pid) - cpu_before) * 1000 / args.executions
+        worker_ms = (cpu_seconds(worker.pid) - worker_before) * 1000 / args.executions
+        client_ms = (time.process_time() - client_before) * 1000 / args.executions
+        quiet = trio.run(idle, url, args.idle)
     p50, p99 = percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000
     idle_p50, idle_p99 = percentile(quiet, 0.5) * 1000, percentile(quiet, 0.99) * 1000
     print(

@@ -16,22 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import trio
-from e2e import ROOT, THREE, Http, load, percentile, start_server
+from e2e import Http, percentile, server_and_worker
 
 TRACED = "fdatasync,sendto,write,read,recvfrom,futex"
 _LINE = re.compile(r"^\s*([\d.]+) \(\s*([\d.]*) ms\): \S+?/(\d+) (\w+)\((.*?)\)\s+=\s+(-?\d+)")
@@ -48,28 +43,6 @@ class Call:
     fd: str
     result: int
     args: str
-
-
-@contextmanager
-def server_and_worker() -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A server with the no-op workflow deployed and a warmed-up worker."""
-    with tempfile.TemporaryDirectory() as folder:
-        server, url = start_server(Path(folder))
-        worker = subprocess.Popen(
-            [sys.executable, str(ROOT / "bench" / "noop_worker.py")],
-            env={**os.environ, "ORBIT_URL": url}, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            httpx.post(
-                f"{url}/v1/definitions", content=THREE, headers={"content-type": "application/yaml"}
-            ).raise_for_status()
-            trio.run(load, url, 100, 50)  # warm up (and wait for the worker to register)
-            yield server, url
-        finally:
-            worker.terminate()
-            server.terminate()
-            worker.wait(30)
-            server.wait(30)
 
 
 async def one_at_a_time(url: str, count: int) -> list[float]:
@@ -152,7 +125,7 @@ def main() -> None:
     parser.add_argument("--executions", type=int, default=300)
     parser.add_argument("--split", action="store_true", help="trace the server (perf trace)")
     args = parser.parse_args()
-    with server_and_worker() as (server, url):
+    with server_and_worker() as (server, _, url):
         if args.split:
             segments = traced(server, url, args.executions)
             for name, values in segments.items():

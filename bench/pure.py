@@ -17,11 +17,9 @@ import argparse
 import cProfile
 import json
 import pstats
-import re
-import subprocess
-import sys
 import time
 
+from callgrind import per_execution
 from runtime import THREE  # bench/runtime.py's workflow (a script's folder is on sys.path)
 
 from orbit_actors.decide import decide_to_fixpoint, effects_of, invocation
@@ -89,15 +87,6 @@ def run(executions: int) -> float:
     return time.process_time() - began
 
 
-def collected(executions: int) -> int:
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
-    command += [__file__, "--executions", str(executions)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    assert found is not None, done.stderr[-2000:]
-    return int(found.group(1))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--executions", type=int, default=1000)
@@ -105,7 +94,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     if args.instructions:
-        per = (collected(200 + args.executions) - collected(200)) / args.executions
+        per = per_execution(__file__, 200, args.executions)
         print(f"{per / 1e6:.4f} M instructions per execution (callgrind)")
         print(json.dumps({"pure_instructions_per_exec": round(per)}))
         return

@@ -7,105 +7,68 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_bench_core_prints_its_json_line() -> None:
+def json_line(script: str, *args: str, timeout: float = 300) -> dict[str, Any]:
+    """Run ``bench/<script>`` with ``args``; the JSON line it ends with."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "core.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(line) == {
-        "events_per_s_10step",
-        "events_per_s_fanout1000",
-        "cost_ratio_10000_vs_100",
-    }
+    line: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return line
+
+
+def test_bench_core_prints_its_json_line() -> None:
+    assert set(json_line("core.py", "--quick")) == {
+        "events_per_s_10step", "events_per_s_fanout1000", "cost_ratio_10000_vs_100",
+    }  # fmt: skip
 
 
 def test_bench_e2e_prints_its_json_line() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "e2e.py"), "--executions", "30", "--in-flight", "5",
-         "--idle", "3"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
+    line = json_line("e2e.py", "--executions", "30", "--in-flight", "5", "--idle", "3")
     assert {"exec_per_s", "p50_ms", "p99_ms", "server_cpu_ms_per_exec", "idle_p50_ms",
             "idle_p99_ms"} <= set(line)  # fmt: skip
 
 
 def test_bench_e2e_burst_prints_its_json_line() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "e2e.py"), "--burst", "20", "--idle", "3",
-         "--skip-5000"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
+    line = json_line("e2e.py", "--burst", "20", "--idle", "3", "--skip-5000")
     assert set(line) == {"burst_one_request_exec_per_s", "burst_server_cpu_ms_per_exec",
                          "burst_worker_cpu_ms_per_exec", "burst_idle_p50_ms", "burst_idle_p99_ms",
                          "burst_5000_completed"}  # fmt: skip
 
 
 def test_bench_endpoints_prints_its_json_line() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "endpoints.py"), "--requests", "5"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
+    line = json_line("endpoints.py", "--requests", "5")
     assert set(line) == {"server_cpu_ms", "ratio_to_healthz"}
     assert {"healthz", "start", "describe_finished", "wait_finished"} <= set(line["server_cpu_ms"])
 
 
 def test_bench_faults_prints_a_line_of_counts_per_fault() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "faults.py"), "--only", "crash:result-before-ack"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
+    line = json_line("faults.py", "--only", "crash:result-before-ack", timeout=600)
     assert line["fault"] == "crash:result-before-ack"
     assert line["lost"] == line["resolved_twice"] == 0
     assert line["acknowledged"] == line["completed"] > 0
 
 
 def test_bench_retention_prints_its_json_line() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "retention.py"), "--n", "2000", "--in-flight", "20"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
+    line = json_line("retention.py", "--n", "2000", "--in-flight", "20", timeout=600)
     assert {"file_growth_ratio", "throughput_ratio_purging", "purge_transaction_ms_max"} <= set(
         line
     )
 
 
 def test_bench_upgrade_prints_its_json_line() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "upgrade.py"), "--n", "300", "--page", "100"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
+    line = json_line("upgrade.py", "--n", "300", "--page", "100", timeout=600)
     assert {"check_100k_s", "serving_p50_ratio_during_check", "n"} <= set(line)
 
 
 def test_bench_batches_prints_its_json_line() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "batches.py"), "--n", "50"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
+    line = json_line("batches.py", "--n", "50")
     assert line["executions"] == 50 and line["cpu_ms_per_execution"] > 0
 
 
@@ -126,26 +89,7 @@ def test_where_puts_a_sample_in_the_area_of_its_innermost_named_frame() -> None:
 
 
 def test_bench_pure_prints_its_json_line() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "pure.py"), "--executions", "20"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    line = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(line) == {"pure_us_per_exec"}
-
-
-def json_line(script: str, *args: str) -> dict[str, object]:
-    """Run ``bench/<script>`` with ``args``; the JSON line it ends with."""
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), *args],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    line: dict[str, object] = json.loads(result.stdout.strip().splitlines()[-1])
-    return line
+    assert set(json_line("pure.py", "--executions", "20")) == {"pure_us_per_exec"}
 
 
 def test_bench_latency_prints_its_json_line() -> None:
