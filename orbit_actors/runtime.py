@@ -69,6 +69,7 @@ from .supervisor.upgrade import CheckPage, Upgrades
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
 from .views.models import TaskStatus
+from .wire.messages import Task
 
 if TYPE_CHECKING:  # the otel extra is optional: the server imports the tracer only when asked
     from .observe.tracing import Tracer
@@ -260,8 +261,12 @@ def _wire(
         if state.parent is not None:
             registry.tell_child_ended(state)
 
+    def adopt(session_id: str, worker_id: str, task: Task, dispatched_at_ms: int) -> None:
+        if sharing is None or not sharing.readopt(session_id, task.token, task.execution_id):
+            sessions.adopt(session_id, worker_id, task, dispatched_at_ms)
+
     ports = ExecutionPorts(
-        store=store, clock=clock, instance_id=instance_id, pool=pool, adopt=sessions.adopt,
+        store=store, clock=clock, instance_id=instance_id, pool=pool, adopt=adopt,
         cancel_tokens=cancel_tokens,
         start_child=lambda parent, unit: starter.start_child(parent, unit),
         cancel_child=lambda child_id, reason: router.tell(

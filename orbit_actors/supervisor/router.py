@@ -34,6 +34,9 @@ from .registry import Registry
 
 log = logging.getLogger("orbit.cluster")
 UNCERTAIN_RETRY_FIRST_S, UNCERTAIN_RETRY_MAX_S = 0.1, 5.0  # while the database is away
+UNKNOWN_OUTCOME = frozenset({StorageError.code, OwnerUnavailableError.code})
+"""The codes of a command not carried out, or whose answer was lost: a worker sends such a result
+again (worker-protocol.md)."""
 
 Here = Callable[[str, Any], Awaitable[Any]]
 """Carry a command out on this server: (execution id, command) → the answer."""
@@ -128,8 +131,17 @@ class Router:
         command = fw.ResultCommand(token=token, worker_id=worker_id, output=output, failure=failure)
         try:
             verdict: Verdict = await self._forward(owner, execution_id, command, 0)
-        finally:
-            self._settle(token)  # a task of the shared queue held a slot of a session here
+        except OrbitError as exc:
+            if exc.code not in UNKNOWN_OUTCOME:
+                self._settle(token)
+            # else the session here still holds the token, as a session of the owner's own
+            # holds one whose result could not be recorded: its worker sends the result again
+            # (the owner, respawned, adopted the attempt again), or its loss makes it uncertain
+            raise
+        except BaseException:
+            self._settle(token)
+            raise
+        self._settle(token)  # a task of the shared queue held a slot of a session here
         return verdict
 
     def report_result_nowait(
