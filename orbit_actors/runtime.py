@@ -565,9 +565,7 @@ class Runtime:
     async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
         """The summary with the output (or the error) once the execution has finished; raises
         WaitTimeoutError."""
-        command = fw.WaitCommand(timeout=timeout)
-        result: ExecutionResult = await self._router.send(execution_id, command, extra=timeout)
-        return result
+        return await self._router.wait(execution_id, timeout)
 
     async def resume(self, execution_id: str) -> ExecutionDetail:
         """Respawn a quarantined execution from its history."""

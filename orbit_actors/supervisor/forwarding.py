@@ -32,6 +32,8 @@ from ..store.cluster import Cluster, Message, Owner
 
 log = logging.getLogger("orbit.cluster")
 MOVES = 3  # how many times a sender follows an execution that moved while it asked
+ANSWER_RETRY_FIRST_S, ANSWER_RETRY_MAX_S = 0.1, 5.0  # an answer the database did not take
+ANSWER_RETRY_FOR_S = 90.0  # a sender waits its lease, a margin and a wait (60 s at most)
 
 
 class _Command(BaseModel):
@@ -234,10 +236,28 @@ async def _serve_one(cluster: Cluster, handle: Handle, message_id: str) -> None:
         message = await cluster.take(message_id)
         if message is None:  # withdrawn by its sender, or taken already
             return
-        answer = await _carry_out(handle, message)
-        await cluster.answer(message, answer.model_dump_json())
+        answer = (await _carry_out(handle, message)).model_dump_json()
+        await _answer(cluster, message, answer)
     except StorageError as exc:  # the sender times out and says the outcome is unknown
         log.warning("could not serve forwarded message %s: %s", message_id, exc)
+
+
+async def _answer(cluster: Cluster, message: Message, answer: str) -> None:
+    """Write the answer, again while the database is away (failing over) for as long as a
+    sender may still wait: a lost answer leaves the sender with an unknown outcome although the
+    command was carried out. (Answering a message its sender withdrew changes nothing.)"""
+    delay, given_up = ANSWER_RETRY_FIRST_S, trio.current_time() + ANSWER_RETRY_FOR_S
+    while True:
+        try:
+            await cluster.answer(message, answer)
+            return
+        except StorageError as exc:
+            if trio.current_time() + delay > given_up:
+                raise
+            log.warning("could not answer forwarded message %s (trying again in %.1f s): %s",
+                        message.message_id, delay, exc)  # fmt: skip
+        await trio.sleep(delay)  # a backoff: the database is away
+        delay = min(ANSWER_RETRY_MAX_S, delay * 2)
 
 
 async def _carry_out(handle: Handle, message: Message) -> Answer:
