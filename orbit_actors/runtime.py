@@ -170,9 +170,9 @@ async def open_runtime(
         await nursery.start(parts.batches.serve)  # before a takeover can hand it batches
         if cluster is not None:
             cluster.watch_schedules(parts.scheduler.reload_soon)
+            cluster.watch_lost(partial(_server_lost, parts))
             if parts.sharing is not None:
                 cluster.watch_ready(parts.sharing.ready)
-                cluster.watch_lost(parts.sharing.lost)
                 cluster.watch_cancels(parts.pool.cancel)
                 await nursery.start(parts.sharing.serve)
             await nursery.start(serve_inbox, cluster, parts.router.carry_out)
@@ -184,6 +184,15 @@ async def open_runtime(
         finally:
             runtime.upgrades.close()
             nursery.cancel_scope.cancel()
+
+
+def _server_lost(parts: _Parts, server_id: str) -> None:
+    """A server was taken over (``""``: such notices may have been missed): what its workers
+    held of ours is uncertain, and the waits it was answering are asked again."""
+    if parts.sharing is not None:
+        parts.sharing.lost(server_id)
+    if parts.membership.forwarder is not None:
+        parts.membership.forwarder.lost(server_id)
 
 
 def _adopt(nursery: trio.Nursery, parts: _Parts, taken: Takeover) -> None:

@@ -169,6 +169,17 @@ class Forwarder:
     def __init__(self, cluster: Cluster, timeout: float) -> None:
         self._cluster = cluster
         self.timeout = timeout
+        self._waits: dict[str, set[trio.CancelScope]] = {}  # owner's server id → waits it answers
+
+    def lost(self, server_id: str) -> None:
+        """``server_id`` was taken over (``""``: any server may have been): the forwarded waits
+        it was answering stop waiting for it (their caller asks the new owner)."""
+        if server_id:
+            scopes = list(self._waits.get(server_id, ()))
+        else:
+            scopes = [scope for waits in self._waits.values() for scope in waits]
+        for scope in scopes:
+            scope.cancel()
 
     async def owner_elsewhere(self, execution_id: str) -> Owner | None:
         """The owner of a running execution, unless there is none or it is this server."""
@@ -181,8 +192,9 @@ class Forwarder:
         """Send ``command`` to ``owner`` and return its answer's value (its error raised as a
         ForwardedError); follows the execution if it moved meanwhile."""
         body = Envelope(command=command).model_dump_json()
+        follow = isinstance(command, WaitCommand)  # it changes nothing: asked again elsewhere
         for _ in range(MOVES):
-            answer = await self._ask(owner, execution_id, body, self.timeout + extra)
+            answer = await self._ask(owner, execution_id, body, self.timeout + extra, follow)
             if not answer.moved:
                 if answer.code is not None:
                     raise ForwardedError(answer.code, answer.status, answer.message)
@@ -195,12 +207,19 @@ class Forwarder:
             f"execution `{execution_id}` kept moving between servers; try again"
         )
 
-    async def _ask(self, owner: Owner, execution_id: str, body: str, timeout: float) -> Answer:
+    async def _ask(
+        self, owner: Owner, execution_id: str, body: str, timeout: float, follow: bool = False
+    ) -> Answer:
+        """Send ``body`` to ``owner`` and wait for its answer; with ``follow``, no longer than
+        until the owner is taken over (then the outcome is unknown, as at the timeout)."""
         assert owner.epoch is not None
         cluster = self._cluster
         message_id = await cluster.send(owner.epoch, execution_id, body)
         with trio.CancelScope(shield=True):  # the message must not be left behind
-            await cluster.wait_reply(message_id, timeout)
+            if follow and owner.server_id is not None:
+                await self._reply_unless_lost(owner.server_id, message_id, timeout)
+            else:
+                await cluster.wait_reply(message_id, timeout)
             collected = await cluster.collect(message_id)
         if collected.reply is not None:
             return Answer.model_validate_json(collected.reply)
@@ -216,6 +235,18 @@ class Forwarder:
             f"{timeout:g} s; the command was not delivered. If that server stopped, another "
             "takes its executions over once its lease expires: try again"
         )
+
+    async def _reply_unless_lost(self, server_id: str, message_id: str, timeout: float) -> None:
+        scope = trio.CancelScope()
+        waits = self._waits.setdefault(server_id, set())
+        waits.add(scope)
+        try:
+            with scope:
+                await self._cluster.wait_reply(message_id, timeout)
+        finally:
+            waits.discard(scope)
+            if not waits:
+                self._waits.pop(server_id, None)
 
 
 async def serve_inbox(

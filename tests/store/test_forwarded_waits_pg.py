@@ -1,7 +1,7 @@
 """Shared mode in one process: a wait sent to a server that does not own the execution is
 forwarded to the owner. When its answer is lost (the database failing over as the owner writes
-it, or as the sender reads it), the caller still gets the execution's answer, within the wait's
-time, and not OWNER_UNAVAILABLE or STORAGE_ERROR."""
+it, or as the sender reads it; the owner stopping), the caller still gets the execution's
+answer, within the wait's time, and not OWNER_UNAVAILABLE or STORAGE_ERROR."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from orbit_actors.store.postgres.cluster import PostgresCluster
 from orbit_actors.supervisor.forwarding import Envelope, WaitCommand
 from tests.pg import PostgresServer
 
-from .test_cluster_pg import APPROVAL, server
+from .test_cluster_pg import APPROVAL, owned_by, server
 from .test_stale_offers_pg import quick_server
 
 pytestmark = pytest.mark.trio
@@ -97,3 +97,25 @@ async def test_a_forwarded_wait_whose_answer_could_not_be_read_is_asked_again(
             status, took = await approved_while_waiting(a, b)
     assert failed and status == "completed"
     assert took < WAIT_S
+
+
+async def test_a_forwarded_wait_whose_owner_stopped_is_asked_of_the_server_taking_over(
+    database: str,
+) -> None:
+    answered: list[tuple[str, float]] = []
+
+    async def waits(other: Runtime) -> None:
+        began = trio.current_time()
+        result = await other.wait("e1", WAIT_S)
+        answered.append((result.status, trio.current_time() - began))
+
+    async with quick_server(database, "b") as b, trio.open_nursery() as nursery:
+        async with server(database, "a") as a:
+            await a.register_definition(APPROVAL)
+            await a.start("approval", execution_id="e1")
+            nursery.start_soon(waits, b)
+            await trio.sleep(0.5)  # forwarded to a, which takes it and stops without answering
+        await owned_by(b, "e1", "b")
+        await b.signal("e1", "approve", {"ok": True})
+    [(status, took)] = answered
+    assert status == "completed" and took < WAIT_S
