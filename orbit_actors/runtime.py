@@ -69,6 +69,7 @@ from .supervisor.upgrade import CheckPage, Upgrades
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
 from .views.models import TaskStatus
+from .wire.messages import Task
 
 if TYPE_CHECKING:  # the otel extra is optional: the server imports the tracer only when asked
     from .observe.tracing import Tracer
@@ -169,9 +170,9 @@ async def open_runtime(
         await nursery.start(parts.batches.serve)  # before a takeover can hand it batches
         if cluster is not None:
             cluster.watch_schedules(parts.scheduler.reload_soon)
+            cluster.watch_lost(partial(_server_lost, parts))
             if parts.sharing is not None:
                 cluster.watch_ready(parts.sharing.ready)
-                cluster.watch_lost(parts.sharing.lost)
                 cluster.watch_cancels(parts.pool.cancel)
                 await nursery.start(parts.sharing.serve)
             await nursery.start(serve_inbox, cluster, parts.router.carry_out)
@@ -183,6 +184,15 @@ async def open_runtime(
         finally:
             runtime.upgrades.close()
             nursery.cancel_scope.cancel()
+
+
+def _server_lost(parts: _Parts, server_id: str) -> None:
+    """A server was taken over (``""``: such notices may have been missed): what its workers
+    held of ours is uncertain, and the waits it was answering are asked again."""
+    if parts.sharing is not None:
+        parts.sharing.lost(server_id)
+    if parts.membership.forwarder is not None:
+        parts.membership.forwarder.lost(server_id)
 
 
 def _adopt(nursery: trio.Nursery, parts: _Parts, taken: Takeover) -> None:
@@ -260,8 +270,12 @@ def _wire(
         if state.parent is not None:
             registry.tell_child_ended(state)
 
+    def adopt(session_id: str, worker_id: str, task: Task, dispatched_at_ms: int) -> None:
+        if sharing is None or not sharing.readopt(session_id, task.token, task.execution_id):
+            sessions.adopt(session_id, worker_id, task, dispatched_at_ms)
+
     ports = ExecutionPorts(
-        store=store, clock=clock, instance_id=instance_id, pool=pool, adopt=sessions.adopt,
+        store=store, clock=clock, instance_id=instance_id, pool=pool, adopt=adopt,
         cancel_tokens=cancel_tokens,
         start_child=lambda parent, unit: starter.start_child(parent, unit),
         cancel_child=lambda child_id, reason: router.tell(
@@ -560,9 +574,7 @@ class Runtime:
     async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
         """The summary with the output (or the error) once the execution has finished; raises
         WaitTimeoutError."""
-        command = fw.WaitCommand(timeout=timeout)
-        result: ExecutionResult = await self._router.send(execution_id, command, extra=timeout)
-        return result
+        return await self._router.wait(execution_id, timeout)
 
     async def resume(self, execution_id: str) -> ExecutionDetail:
         """Respawn a quarantined execution from its history."""

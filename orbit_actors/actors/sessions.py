@@ -106,8 +106,9 @@ class SessionManager:
         self, session_id: str, worker_id: str, task: wire.Task, dispatched_at_ms: int
     ) -> None:
         """After a restart: a task held by a session that may come back within the timeout.
-        After a takeover (shared mode), a session another server named cannot come back here:
-        its worker was connected to the server that stopped, so the attempt is uncertain now."""
+        In shared mode, a session another server named cannot come back here (the shared queue
+        adopts those of another server first: ``TaskSharing.readopt``): the attempt is
+        uncertain now."""
         if self.server_tag and session_id not in self.sessions and not self._ours(session_id):
             reason = f"worker `{worker_id}` was connected to a server that stopped"
             self._pending_uncertain[task.token] = (trio.current_time(), reason)

@@ -32,6 +32,8 @@ from ..store.cluster import Cluster, Message, Owner
 
 log = logging.getLogger("orbit.cluster")
 MOVES = 3  # how many times a sender follows an execution that moved while it asked
+ANSWER_RETRY_FIRST_S, ANSWER_RETRY_MAX_S = 0.1, 5.0  # an answer the database did not take
+ANSWER_RETRY_FOR_S = 90.0  # a sender waits its lease, a margin and a wait (60 s at most)
 
 
 class _Command(BaseModel):
@@ -167,6 +169,17 @@ class Forwarder:
     def __init__(self, cluster: Cluster, timeout: float) -> None:
         self._cluster = cluster
         self.timeout = timeout
+        self._waits: dict[str, set[trio.CancelScope]] = {}  # owner's server id → waits it answers
+
+    def lost(self, server_id: str) -> None:
+        """``server_id`` was taken over (``""``: any server may have been): the forwarded waits
+        it was answering stop waiting for it (their caller asks the new owner)."""
+        if server_id:
+            scopes = list(self._waits.get(server_id, ()))
+        else:
+            scopes = [scope for waits in self._waits.values() for scope in waits]
+        for scope in scopes:
+            scope.cancel()
 
     async def owner_elsewhere(self, execution_id: str) -> Owner | None:
         """The owner of a running execution, unless there is none or it is this server."""
@@ -179,8 +192,9 @@ class Forwarder:
         """Send ``command`` to ``owner`` and return its answer's value (its error raised as a
         ForwardedError); follows the execution if it moved meanwhile."""
         body = Envelope(command=command).model_dump_json()
+        follow = isinstance(command, WaitCommand)  # it changes nothing: asked again elsewhere
         for _ in range(MOVES):
-            answer = await self._ask(owner, execution_id, body, self.timeout + extra)
+            answer = await self._ask(owner, execution_id, body, self.timeout + extra, follow)
             if not answer.moved:
                 if answer.code is not None:
                     raise ForwardedError(answer.code, answer.status, answer.message)
@@ -193,12 +207,19 @@ class Forwarder:
             f"execution `{execution_id}` kept moving between servers; try again"
         )
 
-    async def _ask(self, owner: Owner, execution_id: str, body: str, timeout: float) -> Answer:
+    async def _ask(
+        self, owner: Owner, execution_id: str, body: str, timeout: float, follow: bool = False
+    ) -> Answer:
+        """Send ``body`` to ``owner`` and wait for its answer; with ``follow``, no longer than
+        until the owner is taken over (then the outcome is unknown, as at the timeout)."""
         assert owner.epoch is not None
         cluster = self._cluster
         message_id = await cluster.send(owner.epoch, execution_id, body)
         with trio.CancelScope(shield=True):  # the message must not be left behind
-            await cluster.wait_reply(message_id, timeout)
+            if follow and owner.server_id is not None:
+                await self._reply_unless_lost(owner.server_id, message_id, timeout)
+            else:
+                await cluster.wait_reply(message_id, timeout)
             collected = await cluster.collect(message_id)
         if collected.reply is not None:
             return Answer.model_validate_json(collected.reply)
@@ -214,6 +235,18 @@ class Forwarder:
             f"{timeout:g} s; the command was not delivered. If that server stopped, another "
             "takes its executions over once its lease expires: try again"
         )
+
+    async def _reply_unless_lost(self, server_id: str, message_id: str, timeout: float) -> None:
+        scope = trio.CancelScope()
+        waits = self._waits.setdefault(server_id, set())
+        waits.add(scope)
+        try:
+            with scope:
+                await self._cluster.wait_reply(message_id, timeout)
+        finally:
+            waits.discard(scope)
+            if not waits:
+                self._waits.pop(server_id, None)
 
 
 async def serve_inbox(
@@ -234,10 +267,28 @@ async def _serve_one(cluster: Cluster, handle: Handle, message_id: str) -> None:
         message = await cluster.take(message_id)
         if message is None:  # withdrawn by its sender, or taken already
             return
-        answer = await _carry_out(handle, message)
-        await cluster.answer(message, answer.model_dump_json())
+        answer = (await _carry_out(handle, message)).model_dump_json()
+        await _answer(cluster, message, answer)
     except StorageError as exc:  # the sender times out and says the outcome is unknown
         log.warning("could not serve forwarded message %s: %s", message_id, exc)
+
+
+async def _answer(cluster: Cluster, message: Message, answer: str) -> None:
+    """Write the answer, again while the database is away (failing over) for as long as a
+    sender may still wait: a lost answer leaves the sender with an unknown outcome although the
+    command was carried out. (Answering a message its sender withdrew changes nothing.)"""
+    delay, given_up = ANSWER_RETRY_FIRST_S, trio.current_time() + ANSWER_RETRY_FOR_S
+    while True:
+        try:
+            await cluster.answer(message, answer)
+            return
+        except StorageError as exc:
+            if trio.current_time() + delay > given_up:
+                raise
+            log.warning("could not answer forwarded message %s (trying again in %.1f s): %s",
+                        message.message_id, delay, exc)  # fmt: skip
+        await trio.sleep(delay)  # a backoff: the database is away
+        delay = min(ANSWER_RETRY_MAX_S, delay * 2)
 
 
 async def _carry_out(handle: Handle, message: Message) -> Answer:

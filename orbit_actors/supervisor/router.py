@@ -22,7 +22,13 @@ from pydantic import TypeAdapter
 from ..actors import commands as cmd
 from ..actors.execution import execution_of
 from ..decide.transitions import Verdict
-from ..errors import ExecutionQueuedError, OrbitError, OwnerUnavailableError, StorageError
+from ..errors import (
+    ExecutionQueuedError,
+    OrbitError,
+    OwnerUnavailableError,
+    StorageError,
+    WaitTimeoutError,
+)
 from ..history.events import ErrorInfo
 from ..mailbox import Reply
 from ..store.cluster import Owner
@@ -34,6 +40,10 @@ from .registry import Registry
 
 log = logging.getLogger("orbit.cluster")
 UNCERTAIN_RETRY_FIRST_S, UNCERTAIN_RETRY_MAX_S = 0.1, 5.0  # while the database is away
+WAIT_RETRY_FIRST_S, WAIT_RETRY_MAX_S = 0.1, 2.0  # a wait whose answer was lost is asked again
+UNKNOWN_OUTCOME = frozenset({StorageError.code, OwnerUnavailableError.code})
+"""The codes of a command not carried out, or whose answer was lost: a worker sends such a result
+again (worker-protocol.md), a wait is asked again."""
 
 Here = Callable[[str, Any], Awaitable[Any]]
 """Carry a command out on this server: (execution id, command) → the answer."""
@@ -94,6 +104,37 @@ class Router:
             return await self.routes[type(command)].here(execution_id, command)
         return await self._forward(owner, execution_id, command, extra)
 
+    async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
+        """The execution's result once it finished, wherever it lives; raises WaitTimeoutError
+        after ``timeout`` seconds. A wait changes nothing, so one whose answer was lost (the
+        owner or the database failing over: ``OWNER_UNAVAILABLE``, ``STORAGE_ERROR``) is asked
+        again, of the new owner after a takeover, until its deadline, and once more, without
+        waiting, past it: the caller gets the execution's answer, not the lost one's error."""
+        if self._forwarder is None:  # one server: no answer to lose
+            alone: ExecutionResult = await self.send(
+                execution_id, fw.WaitCommand(timeout=timeout), extra=timeout
+            )
+            return alone
+        deadline = trio.current_time() + timeout
+        left, delay, retried = timeout, WAIT_RETRY_FIRST_S, False
+        while True:
+            try:
+                result: ExecutionResult = await self.send(
+                    execution_id, fw.WaitCommand(timeout=left), extra=left
+                )
+                return result
+            except OrbitError as exc:
+                if retried and exc.code == WaitTimeoutError.code:
+                    raise WaitTimeoutError(
+                        f"execution `{execution_id}` is still running after {timeout:g} s"
+                    ) from None
+                if exc.code not in UNKNOWN_OUTCOME or left == 0:
+                    raise
+                log.warning("a wait for %s is asked again: %s", execution_id, exc)
+            await trio.sleep(min(delay, max(0.0, deadline - trio.current_time())))
+            left = max(0.0, deadline - trio.current_time())
+            delay, retried = min(WAIT_RETRY_MAX_S, delay * 2), True
+
     async def _forward(self, owner: Owner, execution_id: str, command: Any, extra: float) -> Any:
         assert self._forwarder is not None
         value = await self._forwarder.forward(owner, execution_id, command, extra)
@@ -128,8 +169,17 @@ class Router:
         command = fw.ResultCommand(token=token, worker_id=worker_id, output=output, failure=failure)
         try:
             verdict: Verdict = await self._forward(owner, execution_id, command, 0)
-        finally:
-            self._settle(token)  # a task of the shared queue held a slot of a session here
+        except OrbitError as exc:
+            if exc.code not in UNKNOWN_OUTCOME:
+                self._settle(token)
+            # else the session here still holds the token, as a session of the owner's own
+            # holds one whose result could not be recorded: its worker sends the result again
+            # (the owner, respawned, adopted the attempt again), or its loss makes it uncertain
+            raise
+        except BaseException:
+            self._settle(token)
+            raise
+        self._settle(token)  # a task of the shared queue held a slot of a session here
         return verdict
 
     def report_result_nowait(

@@ -253,6 +253,20 @@ class TaskSharing(Remote):
                 self._nursery.start_soon(self._check_member, server)
         return task
 
+    def readopt(self, session_id: str, token: str, execution_id: str) -> bool:
+        """As the owner, after an actor was (re)spawned from its history: an attempt it had
+        dispatched to ``session_id``. When that session is another server's, the token is noted
+        as :meth:`dispatch_here` notes it (that server's worker may still run it, or its result
+        may be on its way): uncertain when that server is taken over, or is not a member any
+        more, and not before. False when the session is not another server's."""
+        server = server_of_session(session_id)
+        if server is None or server == self._cluster.server_id:
+            return False
+        self._remote.setdefault(server, {})[token] = execution_id
+        if self._nursery is not None:
+            self._nursery.start_soon(self._check_member, server)
+        return True
+
     def answered(self, token: str) -> None:
         """As the owner: a remote token was answered (its result or its loss came back)."""
         for tokens in self._remote.values():

@@ -16,6 +16,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 import trio
@@ -104,6 +105,8 @@ class Supervisor:
         self._recovered = recovered
         self._restarts: dict[str, deque[float]] = {}
         self.stats = SupervisorStatistics()
+        self._coming_back: set[str] = set()  # brought back from history, not resumed yet
+        self._awaited: list[tuple[set[str], trio.Event]] = []  # recover_busy's, until back
 
     @property
     def quarantined(self) -> dict[str, str]:
@@ -149,7 +152,8 @@ class Supervisor:
     async def recover_busy(self, execution_ids: Sequence[str]) -> None:
         """After a restart: bring back the dormant executions that had work in flight, a batch
         of histories per read, without waiting for each actor to start (one a command brought
-        back meanwhile is skipped)."""
+        back meanwhile is skipped); returns once each has taken up what it held in flight (its
+        workers' tokens: until then a worker may resume a session this server does not know)."""
         dormant = self.registry.dormant
         for first in range(0, len(execution_ids), RECOVERY_BATCH):
             batch = [i for i in execution_ids[first : first + RECOVERY_BATCH] if i in dormant]
@@ -158,12 +162,27 @@ class Supervisor:
                 if execution_id in dormant:
                     self.registry.wake(execution_id, histories.get(execution_id, []))
             await trio.lowlevel.checkpoint()
+        coming = {i for i in execution_ids if i in self._coming_back}
+        if coming:
+            back = trio.Event()
+            self._awaited.append((coming, back))
+            await back.wait()
+
+    def _back(self, execution_id: str) -> None:
+        """An execution brought back from history has resumed (or cannot be brought back)."""
+        self._coming_back.discard(execution_id)
+        for coming, back in self._awaited:
+            coming.discard(execution_id)
+            if not coming:
+                back.set()
+        self._awaited = [(coming, back) for coming, back in self._awaited if coming]
 
     def awaken(
         self, execution_id: str, mailbox: Mailbox[Command], history: list[Event] | None
     ) -> None:
         """Replay a dormant execution into an actor on ``mailbox`` (its ``history`` when
         already read); commands wait in the mailbox meanwhile."""
+        self._coming_back.add(execution_id)
         self._nursery.start_soon(self._bring_back, execution_id, mailbox, history, name=_ACTOR)
 
     async def _bring_back(
@@ -181,10 +200,12 @@ class Supervisor:
             log.error("execution %s cannot be brought back: %s", execution_id, exc)
             self.registry.remove(execution_id, mailbox)
             mailbox.close("not running", exc)
+            self._back(execution_id)
             return
         self.stats.awakenings += 1
         self._recovered(state)
-        await self._supervise(state, definition, mailbox, None, _Started(), None)
+        back = _BroughtBack(partial(self._back, execution_id))
+        await self._supervise(state, definition, mailbox, None, back, None)
 
     def _register(self, state: ExecutionState) -> Mailbox[Command]:
         return self.registry.add(state)
@@ -375,6 +396,22 @@ class _Started:
         if not self._done:
             self._waiter = trio.lowlevel.current_task()
             await trio.lowlevel.wait_task_rescheduled(_not_now)  # a cancel comes after it
+
+
+class _BroughtBack(_Started):
+    """The "started" signal of an actor brought back from history: ``back`` is called once it
+    has taken up what its execution held in flight."""
+
+    __slots__ = ("_back",)
+
+    def __init__(self, back: Callable[[], None]) -> None:
+        super().__init__()
+        self._back = back
+
+    def started(self, value: None = None) -> None:
+        if not self._done:
+            super().started()
+            self._back()
 
 
 def _not_now(raise_cancel: object) -> trio.lowlevel.Abort:

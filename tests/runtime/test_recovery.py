@@ -5,7 +5,9 @@ session to come back for the session timeout counted from the restart."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -16,6 +18,9 @@ from orbit_actors.wire import messages as wire
 
 from .conftest import workflow
 
+SIGNALLED = workflow(
+    "signals: {go: null}\nsteps: [{id: a, task: t, input: {i: '${input.i}'}}, {id: w, await: go}]\n"
+)
 TWO = workflow(
     "steps: [{id: a, task: t, input: {i: '${input.i}'}}, {id: b, task: t2}]\noutput: {i: '${steps.a.output.i}'}\n"
 )
@@ -64,12 +69,51 @@ async def test_a_worker_resuming_its_session_after_a_restart_reports_its_task(
             back = FakeWorker(runtime, "w1", [("t", "1")])
             answer = await back.register(resume=session_id)
             assert isinstance(answer, wire.Registered) and answer.resumed
-            pushed_again = [m for m in back.received if isinstance(m, wire.Task)]
-            assert [t.token for t in pushed_again] == [task.token]  # its frame may have been lost
+            # its frame may have been lost: it comes again, after the answer, or once its
+            # execution is back when the worker resumed before that (recovery runs behind)
+            pushed_again = await back.wait_for_tasks(1, within=10)
+            assert [t.token for t in pushed_again] == [task.token]
             ack = await back.complete(task.token, {"i": 1})
             assert isinstance(ack, wire.Ack) and ack.accepted
             history = await runtime.history("e")
             assert not [e for e in history if e.type == "StepAttemptUncertain"]
+
+
+async def test_a_worker_resuming_while_a_command_brings_its_execution_back_keeps_its_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "orbit.db"
+    config = RuntimeConfig(session_timeout_ms=5000)
+    with trio.fail_after(60):
+        async with open_sqlite_store(path) as store, open_runtime(store, config) as runtime:
+            await runtime.register_definition(SIGNALLED)
+            await runtime.start("wf", input={"i": 1}, execution_id="e")
+            worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
+            async with trio.open_nursery() as nursery:
+                await nursery.start(worker.serve)
+                task = await worker.first_task()
+                nursery.cancel_scope.cancel()
+        async with open_sqlite_store(path) as store:
+            slowly(monkeypatch, store, "histories", 0.3)  # what recovery reads
+            slowly(monkeypatch, store, "history", 1.0)  # what a command's wake-up reads
+            async with open_runtime(store, config) as runtime, trio.open_nursery() as nursery:
+                nursery.start_soon(runtime.signal, "e", "go", None)  # e comes back for it
+                await trio.sleep(0.6)  # the other busy executions are back (there are none)
+                back = FakeWorker(runtime, "w1", [("t", "1")])
+                answer = await back.register(resume=worker.session_id)
+                assert isinstance(answer, wire.Registered) and answer.resumed
+                assert [t.token for t in await back.wait_for_tasks(1, within=10)] == [task.token]
+
+
+def slowly(monkeypatch: pytest.MonkeyPatch, store: Any, name: str, seconds: float) -> None:
+    """Make the store's read ``name`` take ``seconds`` longer."""
+    read = getattr(store, name)
+
+    async def slow(*args: Any) -> Any:
+        await trio.sleep(seconds)
+        return await read(*args)
+
+    monkeypatch.setattr(store, name, slow)
 
 
 async def test_a_session_that_does_not_come_back_makes_its_tokens_uncertain(tmp_path: Path) -> None:
