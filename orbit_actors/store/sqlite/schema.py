@@ -117,9 +117,13 @@ INCREMENTAL = 2  # PRAGMA auto_vacuum
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
-"""The size the WAL is cut back to when a checkpoint starts it again (SQLite keeps a WAL at its
-largest otherwise): about the 1,000 pages of SQLite's automatic checkpoint."""
+BUSY_TIMEOUT_MS = 30_000
+"""How long a connection waits for a lock another holds (the writer's, a checkpoint's)."""
+JOURNAL_SIZE_LIMIT = 24 * 1024 * 1024
+"""The size the WAL is cut back to when it starts again (SQLite keeps a WAL at its largest
+otherwise): above the WAL's bound (:data:`.checkpoints.WAL_BOUND`, 16 MB) with room for what a
+burst adds before the writer checkpoints, so that a steady load never cuts the file and grows it
+again (an fsync of a WAL that grew writes the file's new size too)."""
 
 
 # sqlite3 binds only exact int, float, str and bytes without asking its adapters; every other
@@ -132,8 +136,10 @@ sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
 
 def connect(path: Path, synchronous: Synchronous, *, writer: bool) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL, the asked durability."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=writer, timeout=30)
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=writer, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":
