@@ -48,8 +48,8 @@ RESTART_WAIT_MS = 20
 
 @dataclass
 class CheckpointStatistics:
-    """What the checkpointer did: checkpoints that copied frames, requests to the writer to
-    checkpoint itself, and the most frames a checkpoint found in the WAL."""
+    """What the checkpointer did: checkpoints begun (each of up to :data:`PASSES` passes), times
+    the writer checkpointed itself at the bound, and the most frames a pass found in the WAL."""
 
     checkpoints: int = 0
     restarts: int = 0
@@ -116,6 +116,8 @@ class Checkpointer:
                 self._checkpoint(conn)
 
     def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        """Pass after pass while the writer adds frames behind, until caught up, stopped by a
+        reader's snapshot, or the WAL found at its bound (then the writer's turn)."""
         seen = -1
         stats = self.stats
         stats.checkpoints += 1
