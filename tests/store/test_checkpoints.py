@@ -51,6 +51,20 @@ async def test_a_commit_never_checkpoints_the_wal(tmp_path: Path) -> None:
     assert frames > 2000  # SQLite's own checkpoint would have started it again at 1,000
 
 
+async def test_the_wal_starts_again_without_the_writer_when_it_pauses(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    writer, checkpointer = _writer(path, every_rows=20, bound=NEVER)
+    await trio.to_thread.run_sync(checkpointer.start)
+    await writer.start()
+    for n in range(200):  # ~1,000 frames, one commit at a time with a worker's round trip
+        await writer.commit(commit(f"e{n}", 1, 3, pad=1000))
+        await trio.sleep(0.002)
+    frames = _wal_frames(path)
+    await writer.stop()
+    await trio.to_thread.run_sync(checkpointer.stop)
+    assert checkpointer.stats.restarts == 0 and frames < 400
+
+
 async def test_the_wal_stays_bounded_when_the_writer_is_never_idle(tmp_path: Path) -> None:
     path = tmp_path / "o.db"
     writer, checkpointer = _writer(path, every_rows=20, bound=200)

@@ -12,17 +12,22 @@ anything is copied, and it is never started again before the database file is sy
 durability of a commit is the WAL's fsync at ``COMMIT``, which this does not touch.
 
 **When.** The writer counts the rows it has committed (sqlite3's ``total_changes``, a proxy for
-the pages it wrote) and wakes the checkpointer every :data:`CHECKPOINT_ROWS`.
+the pages it wrote) and wakes the checkpointer every :data:`CHECKPOINT_ROWS`. The WAL starts
+again only when a writing transaction begins with every frame copied; frames arrive while a
+checkpoint copies, so one checkpoint rarely gets there. Once the WAL holds :data:`CHASE_FRAMES`
+or more, the writer wakes the checkpointer after every commit: a pass right after a commit
+copies only that commit's frames, and is usually done before the next transaction begins (the
+answer, a worker's round trip), which then starts the WAL again.
 
-**The bound.** The WAL starts again only when a writing transaction begins with every frame
-copied; under a steady stream of commits the checkpointer rarely gets there (frames arrive while
-it copies, and the writer's next ``BEGIN`` comes first), and the WAL would grow without limit.
-When a checkpoint finds :data:`WAL_BOUND` frames or more, it asks the writer to checkpoint itself
-before its next transaction (``wal_checkpoint(RESTART)``: nobody else writes, so it copies the
-few frames the checkpointer left and waits for the readers of old frames; the next transaction
-starts the WAL from its beginning, cut back to the journal size limit). The wait for readers is
-cut at :data:`RESTART_WAIT_MS` (a long read must not hold the commits up; the next checkpoint
-asks again). Meanwhile the checkpointer does nothing, so the two never wait for each other.
+**The bound.** A writer that is never idle (a burst) never lets a pass get there, and the WAL
+would grow without limit. When a pass finds :data:`WAL_BOUND` frames or more, it asks the writer
+to checkpoint itself before its next transaction (``wal_checkpoint(RESTART)``: nobody else
+writes, so it copies the few frames left and waits for the readers of old frames; the next
+transaction starts the WAL from its beginning). The wait for readers is cut at
+:data:`RESTART_WAIT_MS` (a long read must not hold the commits up; the next pass asks again).
+Meanwhile the checkpointer does nothing, so the two never wait for each other. The bound is
+SQLite's own automatic checkpoint's, so the WAL file reaches the size it did before (an fsync of
+a WAL that grows writes the file's new size too, and costs twice one that overwrites).
 """
 
 from __future__ import annotations
@@ -35,12 +40,15 @@ from dataclasses import dataclass
 
 log = logging.getLogger("orbit.store")
 
-CHECKPOINT_ROWS = 500
-"""Rows committed between two checkpoints: about 1,000 WAL pages one execution at a time (the
-automatic checkpoint's default), fewer in a burst (many rows of a batch share a page)."""
-WAL_BOUND = 4000
-"""WAL frames (16 MB of 4 KB pages) at which the writer checkpoints itself."""
-PASSES = 8
+CHECKPOINT_ROWS = 250
+"""Rows committed between two checkpoints: about 500 WAL pages one execution at a time, fewer
+in a burst (many rows of a batch share a page)."""
+CHASE_FRAMES = 256
+"""WAL frames from which the checkpointer runs after every commit until the WAL starts again."""
+WAL_BOUND = 1000
+"""WAL frames (4 MB of 4 KB pages, SQLite's automatic checkpoint's threshold) at which the
+writer checkpoints itself."""
+PASSES = 4
 """Checkpoints in a row while the writer adds frames behind them (each pass copies fewer)."""
 RESTART_WAIT_MS = 20
 """How long the writer's own checkpoint waits for readers of old frames."""
@@ -66,11 +74,14 @@ class Checkpointer:
         connect: Callable[[], sqlite3.Connection],
         every_rows: int = CHECKPOINT_ROWS,
         bound: int = WAL_BOUND,
+        chase: int = CHASE_FRAMES,
     ) -> None:
         self._connect = connect
         self._conn: sqlite3.Connection | None = None
         self._every = every_rows
         self._bound = bound
+        self._chase = chase
+        self._chasing = False  # woken after every commit until the WAL starts again
         self._due_at = every_rows  # the writer's total_changes that wakes the next checkpoint
         self._wake = threading.Event()
         self._stopping = False
@@ -97,7 +108,7 @@ class Checkpointer:
 
     def committed(self, changes: int) -> None:
         """On the writer's thread, after each commit: ``changes`` rows committed in all."""
-        if changes >= self._due_at:
+        if changes >= self._due_at or self._chasing:
             self._due_at = changes + self._every
             self._wake.set()
 
@@ -125,6 +136,7 @@ class Checkpointer:
             for _ in range(PASSES):
                 busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 stats.largest_wal = max(stats.largest_wal, frames)
+                self._chasing = frames >= self._chase
                 if frames >= self._bound:
                     self.restart_due = True  # the writer's turn
                     return

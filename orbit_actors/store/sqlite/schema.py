@@ -119,11 +119,9 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for a lock another holds (the writer's, a checkpoint's)."""
-JOURNAL_SIZE_LIMIT = 24 * 1024 * 1024
-"""The size the WAL is cut back to when it starts again (SQLite keeps a WAL at its largest
-otherwise): above the WAL's bound (:data:`.checkpoints.WAL_BOUND`, 16 MB) with room for what a
-burst adds before the writer checkpoints, so that a steady load never cuts the file and grows it
-again (an fsync of a WAL that grew writes the file's new size too)."""
+JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
+"""The size the WAL is cut back to when a checkpoint starts it again (SQLite keeps a WAL at its
+largest otherwise): about the 1,000 pages of its bound (:data:`.checkpoints.WAL_BOUND`)."""
 
 
 # sqlite3 binds only exact int, float, str and bytes without asking its adapters; every other
