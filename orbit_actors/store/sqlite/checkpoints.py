@@ -17,7 +17,9 @@ again only when a writing transaction begins with every frame copied; frames arr
 checkpoint copies, so one checkpoint rarely gets there. Once the WAL holds :data:`CHASE_FRAMES`
 or more, the writer wakes the checkpointer after every commit: a pass right after a commit
 copies only that commit's frames, and is usually done before the next transaction begins (the
-answer, a worker's round trip), which then starts the WAL again.
+answer, a worker's round trip), which then starts the WAL again. A writer that gives it no such
+moment would have it chase for nothing: it gives up after :data:`CHASES` rounds until the WAL
+starts again.
 
 **The bound.** A writer that is never idle (a burst) never lets a pass get there, and the WAL
 would grow without limit. When a pass finds :data:`WAL_BOUND` frames or more, it asks the writer
@@ -48,6 +50,8 @@ CHASE_FRAMES = 256
 WAL_BOUND = 1000
 """WAL frames (4 MB of 4 KB pages, SQLite's automatic checkpoint's threshold) at which the
 writer checkpoints itself."""
+CHASES = 8
+"""Rounds after commits the checkpointer tries, per start of the WAL, to let it start again."""
 PASSES = 4
 """Checkpoints in a row while the writer adds frames behind them (each pass copies fewer)."""
 RESTART_WAIT_MS = 20
@@ -82,6 +86,7 @@ class Checkpointer:
         self._bound = bound
         self._chase = chase
         self._chasing = False  # woken after every commit until the WAL starts again
+        self._chases_left = CHASES
         self._due_at = every_rows  # the writer's total_changes that wakes the next checkpoint
         self._wake = threading.Event()
         self._stopping = False
@@ -126,22 +131,34 @@ class Checkpointer:
             if not (self._stopping or self.restart_due):  # (else the writer's turn)
                 self._checkpoint(conn)
 
+    def _chase_or_not(self, frames: int) -> None:
+        """Chase the WAL found at ``frames`` (wake after every commit), CHASES rounds at most."""
+        if frames < self._chase:
+            self._chasing, self._chases_left = False, CHASES
+        elif self._chasing or self._chases_left == CHASES:
+            self._chases_left -= 1  # (the rounds of one start of the WAL)
+            self._chasing = self._chases_left > 0
+
     def _checkpoint(self, conn: sqlite3.Connection) -> None:
-        """Pass after pass while the writer adds frames behind, until caught up, stopped by a
-        reader's snapshot, or the WAL found at its bound (then the writer's turn)."""
-        seen = -1
         stats = self.stats
         stats.checkpoints += 1
         try:
-            for _ in range(PASSES):
-                busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                stats.largest_wal = max(stats.largest_wal, frames)
-                self._chasing = frames >= self._chase
-                if frames >= self._bound:
-                    self.restart_due = True  # the writer's turn
-                    return
-                if busy or copied < frames or frames == seen:
-                    return  # a reader's snapshot stops it, or nothing came since the last pass
-                seen = frames
+            frames = self._passes(conn)
         except sqlite3.Error as exc:  # a full disk, say: the next one tries again
             log.warning("a checkpoint of the WAL failed: %s", exc)
+            return
+        stats.largest_wal = max(stats.largest_wal, frames)
+        self._chase_or_not(frames)
+        if frames >= self._bound:
+            self.restart_due = True  # the writer's turn
+
+    def _passes(self, conn: sqlite3.Connection) -> int:
+        """Pass after pass while the writer adds frames behind, until caught up, stopped by a
+        reader's snapshot, or the WAL found at its bound; the frames the last pass found."""
+        seen = -1
+        for _ in range(PASSES):
+            busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if frames >= self._bound or busy or copied < frames or frames == seen:
+                break
+            seen = frames
+        return int(frames)
