@@ -62,6 +62,21 @@ class Dialect:
         return bool(self.run(conn, statement, *args).rowcount == 1)
 
 
+def alone(conn: Connection, work: Callable[[Any], object]) -> Exception | None:
+    """Run ``work`` inside the open transaction so that its failure undoes it alone (a
+    savepoint): the failure is returned, and the transaction goes on. Raises when it cannot be
+    undone (the engine gave the whole transaction up: its batch fails)."""
+    conn.execute("SAVEPOINT alone")
+    try:
+        work(conn)
+    except Exception as exc:
+        conn.execute("ROLLBACK TO SAVEPOINT alone")
+        conn.execute("RELEASE SAVEPOINT alone")
+        return exc
+    conn.execute("RELEASE SAVEPOINT alone")
+    return None
+
+
 SQLITE = Dialect("?", "MAX")
 POSTGRES = Dialect("%s", "GREATEST", " FOR UPDATE SKIP LOCKED")
 

@@ -10,11 +10,18 @@ socket, which one of the waiting requesters (the **watcher**) waits on itself. W
 reschedules every requester of the finished batches; once its own request is done it passes the
 watch to a request still in flight. A requester alone (one execution at a time) therefore wakes
 straight from the loop's I/O wait, without a hop through trio's entry-queue task (one task step
-and one loop iteration less per commit, four per execution of three steps)."""
+and one loop iteration less per commit, four per execution of three steps).
+
+A write nobody waits for (:meth:`GroupWriter.write_nowait`: a worker's sign of life) needs no
+durability of its own: it rides in the next batch, and a batch of nothing else is committed
+without waiting for the disk (the engine's ``begin(conn, durable=False)``). Written in order
+before every later write, it is durable with the next batch that is, and what a crash can lose of
+it is only what no one was ever told was written."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import socket
 import threading
@@ -34,6 +41,7 @@ C = TypeVar("C")
 T = TypeVar("T")
 C_contra = TypeVar("C_contra", contravariant=True)
 MAX_ATTEMPTS = 3
+log = logging.getLogger("orbit.store")
 
 
 class RetryBatch(Exception):
@@ -82,8 +90,9 @@ class Engine(Protocol[C]):
         """A new writing connection (raises on failure)."""
         ...
 
-    def begin(self, conn: C) -> None:
-        """Open a transaction that takes the write lock it needs."""
+    def begin(self, conn: C, durable: bool = True) -> None:
+        """Open a transaction that takes the write lock it needs; ``durable=False``: its commit
+        need not wait for the disk (nobody waits for it; a later durable commit carries it)."""
         ...
 
     def commit(self, conn: C) -> None:
@@ -92,6 +101,11 @@ class Engine(Protocol[C]):
 
     def rollback(self, conn: C) -> None:
         """Roll back, ignoring an engine that rolled back already."""
+        ...
+
+    def alone(self, conn: C, work: Callable[[C], object]) -> Exception | None:
+        """Run ``work`` in the open transaction so that a failure undoes it alone (returned);
+        raise when it cannot be undone."""
         ...
 
     def close(self, conn: C) -> None:
@@ -111,7 +125,7 @@ class Engine(Protocol[C]):
 class _Request:
     work: Any  # a callable taking the connection, or a write the batcher runs
     weight: int
-    task: trio.lowlevel.Task
+    task: trio.lowlevel.Task | None  # None: nobody waits (write_nowait)
     result: Any = None
     error: BaseException | None = None
     done: bool = False  # its outcome was handed out on the trio side
@@ -137,7 +151,8 @@ class GroupWriter(Generic[C]):
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._finished: deque[list[_Request]] = deque()  # batches done by the thread, in order
-        self._in_flight: dict[_Request, bool] = {}  # handed over, outcome not yet handed out
+        # handed over, outcome not yet handed out: the task waiting for each
+        self._in_flight: dict[_Request, trio.lowlevel.Task] = {}
         self._watcher: _Request | None = None  # whose task waits on the wake-up socket
         self._wake_in, self._wake_out = socket.socketpair()
         self._wake_in.setblocking(False)
@@ -176,13 +191,21 @@ class GroupWriter(Generic[C]):
         result: T = await self.submit(work, weight)
         return result
 
+    def write_nowait(self, work: Callable[[C], object], describe: str) -> None:
+        """Run ``work`` in the next transaction without waiting for it (see the module
+        docstring); a failure is logged, naming what ``describe`` says was being written."""
+        if self._stopped:
+            raise StorageError(f"the store {self._describe} is closed")
+        self._queue.put(_Request((work, describe), 1, None))
+
     async def submit(self, work: object, weight: int = 1) -> Any:
         """Like :meth:`write`, for a write the batcher runs (its result is None)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._stopped:
             raise StorageError(f"the store {self._describe} is closed")
-        request = _Request(work, weight, trio.lowlevel.current_task())
-        self._in_flight[request] = True
+        task = trio.lowlevel.current_task()
+        request = _Request(work, weight, task)
+        self._in_flight[request] = task
         self._queue.put(request)
         if self._watcher is None:
             self._watcher = request
@@ -242,17 +265,19 @@ class GroupWriter(Generic[C]):
         while finished:
             for request in finished.popleft():
                 request.done = True
-                # False: its watcher left without it (never, but for an error in the wait)
-                if in_flight.pop(request, False) and request is not watcher:
-                    trio.lowlevel.reschedule(request.task)
+                # None: its watcher left without it (never, but for an error in the wait), or
+                # nobody waits for it (write_nowait)
+                task = in_flight.pop(request, None)
+                if task is not None and request is not watcher:
+                    trio.lowlevel.reschedule(task)
 
     def _pass_watch(self, request: _Request) -> None:
         """The watcher leaves (its request is done): the oldest request in flight watches next."""
         self._watcher = None
-        self._in_flight.pop(request, False)
-        for successor in self._in_flight:
+        self._in_flight.pop(request, None)
+        for successor, task in self._in_flight.items():
             self._watcher = successor
-            trio.lowlevel.reschedule(successor.task)
+            trio.lowlevel.reschedule(task)
             return
         if self._ended:
             self._close_wake_up()
@@ -306,17 +331,17 @@ class GroupWriter(Generic[C]):
             self._conn = self._engine.connect()
         return self._conn
 
-    def _begun(self) -> C:
+    def _begun(self, durable: bool) -> C:
         """The connection with a transaction open. A connection that broke while idle (the
         server restarted) is found out here, before anything was sent, and replaced."""
         conn = self._connection()
         try:
-            self._engine.begin(conn)
+            self._engine.begin(conn, durable)
         except Exception:
             if self._engine.usable(conn):
                 raise
             conn = self._connection()
-            self._engine.begin(conn)
+            self._engine.begin(conn, durable)
         return conn
 
     def _commit(self, batch: list[_Request]) -> None:
@@ -335,24 +360,33 @@ class GroupWriter(Generic[C]):
                 self._count(batch)
                 crash_point("commit-before-answer")
             break
-        self._wake(batch)
+        if batch[-1].task is not None or any(request.task for request in batch):
+            self._wake(batch)  # (else nobody waits: nothing is queued for a watcher to take)
 
     def _attempt(self, batch: list[_Request]) -> None:
         """Run the batch in one transaction; on any exception it is rolled back."""
         batcher = self._batcher
         grouped: list[Any] = []
         alone: list[_Request] = []
+        unwaited: list[_Request] = []
         for request in batch:
-            if batcher is not None and batcher.accepts(request.work):
+            if request.task is None:
+                unwaited.append(request)
+            elif batcher is not None and batcher.accepts(request.work):
                 grouped.append(request.work)
             else:
                 alone.append(request)
-        conn = self._begun()
+        conn = self._begun(durable=len(unwaited) < len(batch))
         try:
             if grouped and batcher is not None:
                 batcher.run(conn, grouped)
             for request in alone:
                 request.result = request.work(conn)
+            for request in unwaited:  # a failure of one is its own: the batch goes on
+                work, describe = request.work
+                failed = self._engine.alone(conn, work)
+                if failed is not None:
+                    log.warning("could not write %s: %s", describe, self._engine.as_error(failed))
             self._engine.commit(conn)
         except BaseException:
             self._engine.rollback(conn)
@@ -363,6 +397,8 @@ class GroupWriter(Generic[C]):
     def _fail(self, batch: list[_Request], error: BaseException) -> None:
         for request in batch:
             request.error = error
+            if request.task is None:  # nobody will hear of it otherwise
+                log.warning("could not write %s: %s", request.work[1], error)
 
     def _count(self, batch: list[_Request]) -> None:
         stats = self.stats

@@ -4,8 +4,10 @@ written at most once a second."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import StorageError
-from .base import Commit
+from .base import Commit, WorkerRecord
 
 
 def check_commit(current: tuple[int, int] | None, commit: Commit) -> None:
@@ -51,3 +53,8 @@ class WorkerTouches:
             return False
         self._written[worker_id] = now_ms
         return True
+
+    def latest(self, record: WorkerRecord) -> WorkerRecord:
+        """``record`` as read, seen last when this store last noted it, if that is later."""
+        noted = self._written.get(record.worker_id, record.last_seen_ms)
+        return record if noted <= record.last_seen_ms else replace(record, last_seen_ms=noted)

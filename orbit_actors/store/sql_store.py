@@ -240,17 +240,22 @@ class SqlStore(Generic[C]):
         await self._writer.write(lambda conn: dialect.upsert_worker(sql, conn, record))
 
     async def touch_worker(self, worker_id: str, now_ms: int) -> None:
-        """Note that a worker was seen; written at most once a second per worker."""
+        """Note that a worker was seen; written at most once a second per worker, by the next
+        transaction, without waiting for it: the message that came with the sign of life does
+        not wait for a commit of its own (the time is advisory; :meth:`workers` shows it at
+        once)."""
         if self._touches.due(worker_id, now_ms):
             sql = self._sql
-            await self._writer.write(
-                lambda conn: dialect.touch_worker(sql, conn, worker_id, now_ms)
+            self._writer.write_nowait(
+                lambda conn: dialect.touch_worker(sql, conn, worker_id, now_ms),
+                f"the sign of life of worker {worker_id}",
             )
 
     async def workers(self) -> list[WorkerRecord]:
-        """Every worker ever registered."""
+        """Every worker ever registered (seen last when this store last noted it, if that is
+        later than what is written yet)."""
         rows = await self._rows(f"SELECT {dialect.WORKER_COLUMNS} FROM workers ORDER BY worker_id")
-        return [dialect.worker(row) for row in rows]
+        return [self._touches.latest(dialect.worker(row)) for row in rows]
 
     # -- schedules ------------------------------------------------------------------------
     async def put_schedule(self, record: ScheduleRecord) -> PutOutcome:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from typing import Any
 
 import pytest
 import trio
@@ -137,6 +138,43 @@ async def test_a_failing_batch_fails_every_requester_and_writes_nothing(fresh: s
     assert outcomes["hold"] == "ok"
     assert all('relation "nope" does not exist' in outcomes[n] for n in ("good1", "bad", "good2"))
     assert scalar(fresh, "SELECT COUNT(*) FROM t") == 0
+
+
+async def test_a_write_nobody_waits_for_commits_asynchronously_and_fails_alone(
+    fresh: str,
+) -> None:
+    from orbit_actors.store.group import GroupWriter
+
+    with psycopg.connect(fresh) as conn:
+        conn.execute("CREATE TABLE t (x INTEGER)")
+        (name,) = conn.execute("SELECT current_database()").fetchone()
+        conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = on')  # tests run off
+    writer = GroupWriter(PostgresEngine(fresh, "fresh"), "fresh")
+    await writer.start()
+    gate, taken = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def hold(conn: object) -> None:
+        taken.set()
+        gate.wait(10)
+
+    def note(conn: Any) -> None:
+        seen.append(conn.execute("SHOW synchronous_commit").fetchone()[0])
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.write, hold)
+        await trio.to_thread.run_sync(taken.wait)
+        writer.write_nowait(lambda c: c.execute("INSERT INTO nope VALUES (1)"), "a bad note")
+        writer.write_nowait(note, "a note")
+        nursery.start_soon(writer.write, lambda c: c.execute("INSERT INTO t VALUES (1)"))
+        await trio.sleep(0.05)
+        gate.set()  # all three in the next batch: the bad note undoes itself alone
+    writer.write_nowait(note, "a note")  # alone: committed without waiting for the flush
+    with trio.fail_after(10):
+        while writer.stats.batches < 3:
+            await trio.sleep(0.01)
+    await writer.stop()
+    assert seen == ["on", "off"] and scalar(fresh, "SELECT COUNT(*) FROM t") == 1
 
 
 async def test_connections_postgres_dropped_while_idle_are_replaced_unnoticed(fresh: str) -> None:

@@ -5,10 +5,12 @@ broke (PostgreSQL restarted, the network dropped) fails its batch and is replace
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import psycopg
 
 from ...errors import StorageError
+from .. import dialect
 from .schema import Conn, connect, one_line
 
 
@@ -28,9 +30,13 @@ class PostgresEngine:
             conn.execute(self.settings.encode())
         return conn
 
-    def begin(self, conn: Conn) -> None:
-        """Open the batch's transaction."""
+    def begin(self, conn: Conn, durable: bool = True) -> None:
+        """Open the batch's transaction; one nobody waits for commits without waiting for the
+        WAL flush (PostgreSQL's asynchronous commit: a crash of PostgreSQL may lose it, never
+        anything committed before or after it)."""
         conn.execute("BEGIN")
+        if not durable:
+            conn.execute("SET LOCAL synchronous_commit = off")
 
     def commit(self, conn: Conn) -> None:
         """Commit (durable, under PostgreSQL's synchronous_commit, once this returns)."""
@@ -41,6 +47,10 @@ class PostgresEngine:
         if not conn.broken:
             with contextlib.suppress(psycopg.Error):
                 conn.execute("ROLLBACK")
+
+    def alone(self, conn: Conn, work: Callable[[Conn], object]) -> Exception | None:
+        """Run ``work`` so that its failure undoes it alone (see :func:`..dialect.alone`)."""
+        return dialect.alone(conn, work)
 
     def close(self, conn: Conn) -> None:
         """Close the connection."""

@@ -117,9 +117,11 @@ INCREMENTAL = 2  # PRAGMA auto_vacuum
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+BUSY_TIMEOUT_MS = 30_000
+"""How long a connection waits for a lock another holds (the writer's, a checkpoint's)."""
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
 """The size the WAL is cut back to when a checkpoint starts it again (SQLite keeps a WAL at its
-largest otherwise): about the 1,000 pages of SQLite's automatic checkpoint."""
+largest otherwise): about the 1,000 pages of its bound (:data:`.checkpoints.WAL_BOUND`)."""
 
 
 # sqlite3 binds only exact int, float, str and bytes without asking its adapters; every other
@@ -132,8 +134,10 @@ sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
 
 def connect(path: Path, synchronous: Synchronous, *, writer: bool) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL, the asked durability."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=writer, timeout=30)
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=writer, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":

@@ -17,6 +17,7 @@ from ..base import WakeEntry
 from ..dialect import SQLITE
 from ..readers import ReaderPool
 from ..sql_store import SqlStore
+from .checkpoints import Checkpointer, CheckpointStatistics
 from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher
 from .lock import exclusive
 from .schema import StoreOpenError, Synchronous, connect, prepare
@@ -47,19 +48,28 @@ async def _opened(
     path: Path, synchronous: Synchronous, group_commit: bool
 ) -> AsyncIterator[SqliteStore]:
     await trio.to_thread.run_sync(prepare, path, synchronous)
+    checkpointer = Checkpointer(lambda: connect(path, synchronous, writer=False))
+    await trio.to_thread.run_sync(checkpointer.start)
     writer = GroupWriter(
         lambda: connect(path, synchronous, writer=True),
         str(path),
         10_000 if group_commit else 1,
         CommitBatcher(),
+        checkpointer,
     )
-    await writer.start()
-    store = SqliteStore(path, synchronous, writer)
+    try:
+        await writer.start()
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(checkpointer.stop)
+        raise
+    store = SqliteStore(path, synchronous, writer, checkpointer)
     try:
         yield store
     finally:
         with trio.CancelScope(shield=True):
             await writer.stop()
+            await trio.to_thread.run_sync(checkpointer.stop)
             store.close_readers()
 
 
@@ -72,10 +82,21 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
 
     _row_columns = ROW_COLUMNS
 
-    def __init__(self, path: Path, synchronous: Synchronous, writer: GroupWriter) -> None:
+    def __init__(
+        self,
+        path: Path,
+        synchronous: Synchronous,
+        writer: GroupWriter,
+        checkpointer: Checkpointer,
+    ) -> None:
         super().__init__(SQLITE, writer, ReaderPool(SqliteReads(path, synchronous)))
         self.path = path
         self._synchronous = synchronous
+        self._checkpointer = checkpointer
+
+    def checkpoint_statistics(self) -> CheckpointStatistics:
+        """What the checkpointer did (checkpoints, requests to the writer, the WAL's largest)."""
+        return self._checkpointer.stats
 
     # -- executions -----------------------------------------------------------------------
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:

@@ -6,7 +6,17 @@ A full disk (``SQLITE_FULL``) fails the batch with a ``StorageError`` that says 
 what grows: until its next checkpoint it holds every page written since the last one, so after a
 full-disk error each later batch first tries a truncating checkpoint (``wal_checkpoint(TRUNCATE)``,
 which copies the WAL into the database and gives its space back); once space was freed that
-succeeds and the WAL starts again from nothing. No restart is needed."""
+succeeds and the WAL starts again from nothing. No restart is needed.
+
+With a :class:`~.checkpoints.Checkpointer`, the writer's connection never checkpoints inside a
+commit (``wal_autocheckpoint = 0``): it tells the checkpointer how many rows it committed, and
+checkpoints itself only when the checkpointer asks (the WAL reached its bound).
+
+A transaction nobody waits for (``begin(conn, durable=False)``, see :mod:`..group`) is committed
+under ``synchronous = NORMAL``: its frames reach the WAL without an fsync of their own, and the
+next commit's fsync under FULL carries them (one file, written in order). A crash of the process
+loses nothing of it (the frames are in the system's cache); a power cut before that next commit
+may lose it, and the WAL's checksums make SQLite drop it whole."""
 
 from __future__ import annotations
 
@@ -16,8 +26,11 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ...errors import StorageError
+from .. import dialect
 from ..group import Batcher
 from ..group import GroupWriter as _GroupWriter
+from .checkpoints import RESTART_WAIT_MS, Checkpointer
+from .schema import BUSY_TIMEOUT_MS
 
 T = TypeVar("T")
 Work = Callable[[sqlite3.Connection], T]
@@ -27,26 +40,67 @@ class SqliteEngine:
     """How the group writer drives a SQLite connection (autocommit mode, explicit
     transactions)."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], describe: str) -> None:
-        self.connect = connect
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        describe: str,
+        checkpointer: Checkpointer | None = None,
+    ) -> None:
+        self._connect = connect
         self._describe = describe
+        self._checkpointer = checkpointer
         self.disk_was_full = False  # a truncating checkpoint is due before the next batch
+        self._synchronous = 2  # the connection's level (read back at connect)
+        self._lowered = False  # this transaction runs under synchronous = NORMAL
 
-    def begin(self, conn: sqlite3.Connection) -> None:
+    def connect(self) -> sqlite3.Connection:
+        """The writing connection (checkpointing only when asked, given a checkpointer)."""
+        conn = self._connect()
+        if self._checkpointer is not None:
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+        self._synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
+        return conn
+
+    def begin(self, conn: sqlite3.Connection, durable: bool = True) -> None:
         """Take the write lock at once (after giving the WAL's space back, if the disk was
-        full)."""
+        full, or catching up with it, if the checkpointer asked)."""
+        checkpointer = self._checkpointer
         if self.disk_was_full:
             self.disk_was_full = not _truncate_wal(conn)
+        elif checkpointer is not None and checkpointer.restart_due:
+            conn.execute(f"PRAGMA busy_timeout = {RESTART_WAIT_MS}")
+            _checkpoint(conn, "RESTART")
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            checkpointer.restarted()  # (after: the checkpointer keeps out of the way till then)
+        if not durable and self._synchronous > 1:
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._lowered = True
         conn.execute("BEGIN IMMEDIATE")
 
     def commit(self, conn: sqlite3.Connection) -> None:
-        """Commit (durable once this returns)."""
+        """Commit (durable once this returns, unless begun with ``durable=False``)."""
         conn.execute("COMMIT")
+        if self._lowered:
+            self._restore(conn)
+        if self._checkpointer is not None:
+            self._checkpointer.committed(conn.total_changes)
 
     def rollback(self, conn: sqlite3.Connection) -> None:
         """Roll back; SQLite may have rolled back already."""
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
+        if self._lowered:
+            self._restore(conn)
+
+    def _restore(self, conn: sqlite3.Connection) -> None:
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        self._lowered = False
+
+    def alone(
+        self, conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], object]
+    ) -> Exception | None:
+        """Run ``work`` so that its failure undoes it alone (see :func:`..dialect.alone`)."""
+        return dialect.alone(conn, work)
 
     def close(self, conn: sqlite3.Connection) -> None:
         """Close the connection."""
@@ -72,8 +126,14 @@ class SqliteEngine:
 def _truncate_wal(conn: sqlite3.Connection) -> bool:
     """Checkpoint the whole WAL and truncate it to nothing; False when it could not be done yet
     (still no space, or a reader holds an old snapshot)."""
+    return _checkpoint(conn, "TRUNCATE")
+
+
+def _checkpoint(conn: sqlite3.Connection, mode: str) -> bool:
+    """Checkpoint the whole WAL (``mode`` RESTART or TRUNCATE: the next transaction starts it
+    again); False when it could not be done (a reader held an old snapshot, an error)."""
     try:
-        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        busy, _, _ = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
     except sqlite3.Error:
         return False
     return not busy
@@ -88,5 +148,7 @@ class GroupWriter(_GroupWriter[sqlite3.Connection]):
         describe: str,
         max_batch: int = 10_000,
         batcher: Batcher[sqlite3.Connection] | None = None,
+        checkpointer: Checkpointer | None = None,
     ) -> None:
-        super().__init__(SqliteEngine(connect, describe), describe, max_batch, batcher)
+        engine = SqliteEngine(connect, describe, checkpointer)
+        super().__init__(engine, describe, max_batch, batcher)

@@ -1,0 +1,127 @@
+"""Checkpoints off the commit path (store/sqlite/checkpoints.py): a commit never checkpoints the
+WAL itself, the checkpointer does on its own thread, the WAL stays bounded under a steady stream
+of commits, the writer's own checkpoint at the bound waits only a moment for an old reader, and
+the checkpointer stops with the store."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+
+import trio
+
+from orbit_actors.store import open_sqlite_store
+from orbit_actors.store.sqlite.checkpoints import Checkpointer
+from orbit_actors.store.sqlite.commits import CommitBatcher
+from orbit_actors.store.sqlite.schema import connect, prepare
+from orbit_actors.store.sqlite.writer import GroupWriter
+
+from .helpers import commit
+
+NEVER = 10**9
+
+
+def _writer(path: Path, every_rows: int, bound: int) -> tuple[GroupWriter, Checkpointer]:
+    """The store's writer and checkpointer, with the checkpointer's thresholds given."""
+    prepare(path, "full")
+    checkpointer = Checkpointer(lambda: connect(path, "full", writer=False), every_rows, bound)
+    writer = GroupWriter(
+        lambda: connect(path, "full", writer=True), str(path), 10_000, CommitBatcher(), checkpointer
+    )
+    return writer, checkpointer
+
+
+def _wal_frames(path: Path) -> int:
+    """How far the WAL file reaches, in frames of 4 KB pages (it is reused from its start, not
+    cut, when it starts again below the journal size limit)."""
+    return (Path(f"{path}-wal").stat().st_size - 32) // (4096 + 24)
+
+
+async def test_a_commit_never_checkpoints_the_wal(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    writer, _ = _writer(path, every_rows=NEVER, bound=NEVER)  # a checkpointer never woken
+    await writer.start()
+    for n in range(500):
+        await writer.commit(commit(f"e{n}", 1, 3, pad=4000))
+    frames = _wal_frames(path)  # (before the last connection closes and checkpoints)
+    await writer.stop()
+    assert frames > 2000  # SQLite's own checkpoint would have started it again at 1,000
+
+
+async def test_the_wal_starts_again_without_the_writer_when_it_pauses(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    writer, checkpointer = _writer(path, every_rows=20, bound=NEVER)
+    await trio.to_thread.run_sync(checkpointer.start)
+    await writer.start()
+    for n in range(200):  # ~1,000 frames, one commit at a time with a worker's round trip
+        await writer.commit(commit(f"e{n}", 1, 3, pad=1000))
+        await trio.sleep(0.002)
+    frames = _wal_frames(path)
+    await writer.stop()
+    await trio.to_thread.run_sync(checkpointer.stop)
+    assert checkpointer.stats.restarts == 0 and frames < 400
+
+
+async def test_the_wal_stays_bounded_when_the_writer_is_never_idle(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    writer, checkpointer = _writer(path, every_rows=20, bound=200)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE blobs (b BLOB)")
+    await trio.to_thread.run_sync(checkpointer.start)
+    await writer.start()
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO blobs VALUES (?)", (b"x" * 16_000,))  # 4 pages
+        time.sleep(0.001)  # the transaction stays open: the next begins as soon as it ends
+
+    async def writes() -> None:
+        for _ in range(100):
+            await writer.write(write)
+
+    async with trio.open_nursery() as nursery:  # ~3,200 frames, the checkpointer never ahead
+        for _ in range(8):
+            nursery.start_soon(writes)
+    frames = _wal_frames(path)
+    await writer.stop()
+    await trio.to_thread.run_sync(checkpointer.stop)
+    # (a checkpoint may find the WAL past the bound by what came while it copied)
+    assert frames <= 3 * 200 and checkpointer.stats.restarts > 0
+
+
+async def test_the_writers_own_checkpoint_waits_only_a_moment_for_an_old_reader(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "o.db"
+    writer, checkpointer = _writer(path, every_rows=NEVER, bound=NEVER)
+    await writer.start()
+    await writer.commit(commit("a", 1))
+    reader = connect(path, "full", writer=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM segments").fetchall()  # holds this snapshot
+    await writer.commit(commit("b", 1))  # the reader's snapshot is old now
+    checkpointer.restart_due = True  # as a checkpoint finding the WAL at its bound does
+    began = time.monotonic()
+    await writer.commit(commit("c", 1))
+    took = time.monotonic() - began
+    reader.execute("COMMIT")
+    reader.close()
+    await writer.stop()
+    assert took < 5  # not the 30 s a connection waits for a lock otherwise
+    assert not checkpointer.restart_due and checkpointer.stats.restarts == 1
+
+
+async def test_the_checkpointer_stops_with_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "o.db"
+    before = set(threading.enumerate())
+    async with open_sqlite_store(path) as store:
+        for n in range(300):  # 600 rows: past the rows that wake the checkpointer
+            await store.commit(commit(f"e{n}", 1))
+        with trio.fail_after(10):
+            while store.checkpoint_statistics().checkpoints == 0:
+                await trio.sleep(0.01)
+    left = [t for t in set(threading.enumerate()) - before if t.name == "orbit-store-checkpointer"]
+    assert left == []
+    assert not Path(f"{path}-wal").exists()  # every connection closed; the last removed the WAL
