@@ -99,6 +99,22 @@ class DirectStream(trio.abc.HalfCloseableStream):
             except OSError as exc:
                 raise trio.BrokenResourceError(f"the socket broke: {exc}") from exc
 
+    async def receive_when_readable(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
+        """:meth:`receive_some` for a read that would almost surely find nothing yet (the next
+        request of a keep-alive connection, just after its answer): it waits until the socket
+        is readable before reading, sparing the read that fails (``BlockingIOError`` raised and
+        caught, ~7,000 instructions). Data already there is read after one trip through the
+        scheduler. The wait is a checkpoint: a cancelled scope raises there."""
+        while True:
+            self._unyielded = 0
+            await trio.lowlevel.wait_readable(self.socket)
+            try:
+                return os.read(self._fd(), max_bytes)
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"the socket broke: {exc}") from exc
+
     def send_now(self, data: bytes | bytearray | memoryview) -> int:
         """Write what the socket takes at once, without waiting; the number of bytes taken (0
         when it is full)."""

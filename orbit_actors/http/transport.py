@@ -322,8 +322,8 @@ class Server:
                 body_by = min(body_by, trio.current_time() + self._limits.body_timeout)
                 out.expect("body", body_by)
                 data = await stream.receive_some(READ_CHUNK)
-            else:
-                data = await self._receive_idle(out, idle_by)
+            else:  # just after an answer: the client has not sent more yet, as a rule
+                data = await self._receive_idle(out, idle_by, after_answer=True)
             if not data:
                 return None
             reader.feed(bytes(data))
@@ -345,13 +345,19 @@ class Server:
             body += data
         return bytes(body[:length])
 
-    async def _receive_idle(self, out: Deadline, deadline: float) -> bytes | bytearray:
+    async def _receive_idle(
+        self, out: Deadline, deadline: float, *, after_answer: bool = False
+    ) -> bytes | bytearray:
         """The first bytes of the next request; the connection ends at ``deadline`` or when the
-        server drains (its scope is among the idle ones meanwhile)."""
+        server drains (its scope is among the idle ones meanwhile). ``after_answer``: the
+        client has had no time to send more, so a direct socket waits before it reads."""
         out.expect("idle", deadline)
         self._idle.add(out.scope)
         try:
-            return await out.stream.receive_some(READ_CHUNK)
+            stream = out.stream
+            if after_answer and isinstance(stream, DirectStream):
+                return await stream.receive_when_readable(READ_CHUNK)
+            return await stream.receive_some(READ_CHUNK)
         finally:
             self._idle.discard(out.scope)
 
