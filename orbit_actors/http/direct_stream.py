@@ -132,6 +132,16 @@ class DirectStream(trio.abc.HalfCloseableStream):
             except OSError as exc:
                 raise trio.BrokenResourceError(f"the socket broke: {exc}") from exc
 
+    def receive_now(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes | None:
+        """What the socket holds (up to ``max_bytes``) without waiting or yielding: None when it
+        holds nothing yet, ``b""`` once the peer ended the connection."""
+        try:
+            return os.read(self._fd(), max_bytes)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"the socket broke: {exc}") from exc
+
     async def receive_when_readable(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
         """:meth:`receive_some` for a read that would almost surely find nothing yet (the next
         request of a keep-alive connection, just after its answer): it waits until the socket

@@ -101,6 +101,20 @@ async def test_a_read_waits_for_data_and_ends_with_the_peer(pair: Pair) -> None:
             assert await direct.receive_some() == b""
 
 
+async def test_a_read_now_takes_what_is_there_none_when_empty_and_ends_with_the_peer(
+    pair: Pair,
+) -> None:
+    direct, theirs = pair
+    assert direct.receive_now(64) is None
+    await theirs.send(b"here")  # a socket pair: in ours as soon as it is sent
+    assert direct.receive_now(64) == b"here"
+    theirs.close()
+    assert direct.receive_now(64) == b""
+    direct.close()
+    with pytest.raises(trio.ClosedResourceError):
+        direct.receive_now(64)
+
+
 async def test_a_read_after_an_answer_waits_for_data_and_ends_with_the_peer(pair: Pair) -> None:
     direct, theirs = pair
 
