@@ -1,6 +1,7 @@
 """Instructions per execution of the real server and the real worker, counted by callgrind.
 
-    python bench/instructions.py [--mode burst|idle] [--executions N] [--process server|worker|both]
+    python bench/instructions.py [--mode burst|idle|connections] [--executions N]
+                                 [--process server|worker|both]
                                  [--keep DIR]   (then: callgrind_annotate DIR/server)
 
 The same path as ``bench/e2e.py`` (``orbit server`` on a SQLite file at its default durability,
@@ -10,6 +11,9 @@ The same path as ``bench/e2e.py`` (``orbit server`` on a SQLite file at its defa
 N executions run, and the counters are dumped (``callgrind_control -d``): the dump's total divided
 by N is the instructions per execution of that process, all its threads included. ``burst``
 sends N at once over N keep-alive connections, ``idle`` one at a time (the latency path).
+``connections`` runs no execution: N connections opened at once each send one ``GET /healthz``
+and close, so the figure is what the transport costs a connection (accept, read, answer,
+close), which each execution of a burst from an ordinary client pays once.
 
 Seconds swing with the machine's load; instruction counts do not, so this judges a change to
 the server's or the worker's hot path the way ``bench/cpu.py --instructions`` judges the
@@ -78,18 +82,26 @@ async def one(http: Http, n: int) -> None:
     assert answer["output"] == {"n": n}, answer
 
 
+async def healthz(http: Http, n: int) -> None:
+    """One request the server does nothing for."""
+    status, _ = await http.request("GET", "/healthz")
+    assert status == 200, status
+
+
 async def drive(url: str, total: int, mode: str, offset: int) -> None:
-    """``total`` executions: all at once (burst) or one at a time (idle)."""
+    """``total`` executions: all at once (burst) or one at a time (idle); or ``total``
+    connections at once, one ``GET /healthz`` each (connections)."""
     if mode == "idle":
         http = await Http.open(url)
         for n in range(total):
             await one(http, offset + n)
         await http.stream.aclose()
         return
+    each = healthz if mode == "connections" else one
     connections = [await Http.open(url) for _ in range(total)]
     async with trio.open_nursery() as nursery:
         for n, http in enumerate(connections):
-            nursery.start_soon(one, http, offset + n)
+            nursery.start_soon(each, http, offset + n)
     for http in connections:
         await http.stream.aclose()
 
@@ -114,7 +126,7 @@ def dumped_total(folder: Path, name: str, pid: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--mode", choices=["burst", "idle"], default="burst")
+    parser.add_argument("--mode", choices=["burst", "idle", "connections"], default="burst")
     parser.add_argument("--executions", type=int, default=200)
     parser.add_argument("--warm-up", type=int, default=50)
     parser.add_argument("--process", choices=["server", "worker", "both"], default="both")
@@ -150,7 +162,8 @@ def main() -> None:
             server.wait(120)
     for process in sorted(measure):
         per = figures[f"{process}_M_instructions_per_exec"]
-        print(f"{process}: {per:.3f} M instructions per execution ({args.mode}, {args.executions})")
+        each = "connection" if args.mode == "connections" else "execution"
+        print(f"{process}: {per:.3f} M instructions per {each} ({args.mode}, {args.executions})")
     print(json.dumps({"mode": args.mode, "executions": args.executions, **figures}))
 
 

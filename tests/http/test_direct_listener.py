@@ -12,7 +12,11 @@ import pytest
 import trio
 import trio.testing
 
-from orbit_actors.http.direct_stream import CALLS_BEFORE_A_CHECKPOINT, DirectListener
+from orbit_actors.http.direct_stream import (
+    CALLS_BEFORE_A_CHECKPOINT,
+    DirectListener,
+    DirectStream,
+)
 
 GUARD = 20  # seconds: a hang guard, never a speed assertion
 
@@ -44,6 +48,52 @@ async def test_an_accepted_connection_carries_bytes_both_ways(listener: DirectLi
     await stream.aclose()
 
 
+async def test_an_accepted_connection_is_set_up_as_trio_sets_one_up(
+    listener: DirectListener,
+) -> None:
+    client = connect(listener)
+    with trio.fail_after(GUARD):
+        stream = await listener.accept()
+    sock = stream.socket
+    assert isinstance(sock, socket.socket)  # the standard library's, without trio's wrappers
+    assert not sock.getblocking()
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT) == 2**14
+    client.close()
+    stream.close()
+
+
+async def test_an_accepted_connection_half_closes_and_closes(listener: DirectListener) -> None:
+    client = connect(listener)
+    with trio.fail_after(GUARD):
+        stream = await listener.accept()
+        await stream.send_all(b"bye")
+        await stream.send_eof()  # the client reads the end; reading goes on
+        assert client.recv(64) == b"bye"
+        assert client.recv(64) == b""
+        client.sendall(b"still")
+        assert await stream.receive_some(64) == b"still"
+        await stream.aclose()
+    assert stream.socket.fileno() == -1
+    client.close()
+
+
+async def test_closing_an_accepted_connection_wakes_its_reader(listener: DirectListener) -> None:
+    client = connect(listener)
+    with trio.fail_after(GUARD):
+        stream = await listener.accept()
+
+        async def close_soon() -> None:
+            await trio.sleep(0.01)
+            stream.close()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close_soon)
+            with pytest.raises(trio.ClosedResourceError):
+                await stream.receive_some(64)
+    client.close()
+
+
 async def test_an_accept_waits_for_a_connection(listener: DirectListener) -> None:
     clients: list[socket.socket] = []
 
@@ -65,7 +115,7 @@ async def test_a_flood_of_waiting_connections_lets_other_tasks_run(
 ) -> None:
     count = 3 * CALLS_BEFORE_A_CHECKPOINT
     clients = [connect(listener) for _ in range(count)]
-    accepted: list[trio.SocketStream] = []
+    accepted: list[DirectStream] = []
     seen_at: list[int] = []
 
     async def other() -> None:

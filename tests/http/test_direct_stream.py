@@ -101,6 +101,60 @@ async def test_a_read_waits_for_data_and_ends_with_the_peer(pair: Pair) -> None:
             assert await direct.receive_some() == b""
 
 
+async def test_a_read_now_takes_what_is_there_none_when_empty_and_ends_with_the_peer(
+    pair: Pair,
+) -> None:
+    direct, theirs = pair
+    assert direct.receive_now(64) is None
+    await theirs.send(b"here")  # a socket pair: in ours as soon as it is sent
+    assert direct.receive_now(64) == b"here"
+    theirs.close()
+    assert direct.receive_now(64) == b""
+    direct.close()
+    with pytest.raises(trio.ClosedResourceError):
+        direct.receive_now(64)
+
+
+async def test_a_read_after_an_answer_waits_for_data_and_ends_with_the_peer(pair: Pair) -> None:
+    direct, theirs = pair
+
+    async def send_later() -> None:
+        await trio.sleep(0.01)
+        await theirs.send(b"next")
+        await trio.sleep(0.01)
+        theirs.close()
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send_later)
+            assert await direct.receive_when_readable(64) == b"next"
+            assert await direct.receive_when_readable(64) == b""
+
+
+async def test_a_read_after_an_answer_takes_data_already_there(pair: Pair) -> None:
+    direct, theirs = pair
+    await theirs.send(b"pipelined")
+    with trio.fail_after(GUARD):
+        assert await direct.receive_when_readable(64) == b"pipelined"
+
+
+async def test_a_read_after_an_answer_is_cancellable_and_ends_on_a_close(pair: Pair) -> None:
+    direct, _ = pair
+    with trio.move_on_after(0.01) as scope:
+        await direct.receive_when_readable(64)
+    assert scope.cancelled_caught
+
+    async def close_soon() -> None:
+        await trio.sleep(0.01)
+        direct.close()
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close_soon)
+            with pytest.raises(trio.ClosedResourceError):
+                await direct.receive_when_readable(64)
+
+
 async def test_a_write_to_a_full_socket_waits_and_arrives_whole_in_order(pair: Pair) -> None:
     direct, theirs = pair
     data = bytes(range(256)) * 40_000  # ~10 MB: more than the socket buffers hold
