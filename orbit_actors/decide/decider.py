@@ -203,7 +203,8 @@ def _complete(ctx: Context) -> None:
         failure = ev.ErrorInfo(code="EXPRESSION_ERROR", message=f"output: {exc}", retryable=False)
         ctx.add(ev.WorkflowFailed, error=failure, compensation="none")
         return
-    ctx.add(ev.WorkflowCompleted, output=output)
+    seq = ctx.state.last_seq + len(ctx.events) + 1
+    ctx.events.append(ev.WorkflowCompleted(seq=seq, timestamp_ms=ctx.now, output=output))
 
 
 def _within_history_limit(ctx: Context) -> list[ev.Event]:

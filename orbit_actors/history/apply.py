@@ -319,7 +319,7 @@ def _mark_abort(state: ExecutionState, mark: AbortMark) -> None:
 
 
 def _close(state: ExecutionState, e: ev.Event, status: Any) -> None:
-    state.status, state.closed_at_ms = status, e.timestamp_ms
+    state.status, state.closed_at_ms, state.finished = status, e.timestamp_ms, True
 
 
 def _on_completed(state: ExecutionState, e: ev.WorkflowCompleted) -> None:

@@ -182,6 +182,7 @@ class ExecutionState:
     started_at_ms: int | None = None
     closed_at_ms: int | None = None
     status: RunStatus = "running"
+    finished: bool = False  # once the run has its terminal event: set with ``status`` by apply
     last_seq: int = 0
     output: Any = None
     error: ErrorInfo | None = None
@@ -219,11 +220,6 @@ class ExecutionState:
     timer_order: int = 0
 
     @property
-    def finished(self) -> bool:
-        """True once the run has its terminal event."""
-        return self.status != "running"
-
-    @property
     def event_count(self) -> int:
         """Events in this run so far (seq has no gaps)."""
         return self.last_seq
@@ -232,6 +228,22 @@ class ExecutionState:
         """``steps.<id>`` as expressions read it (``pending`` before the step starts)."""
         record = self.steps.get(step_id)
         return record.view() if record else dict(PENDING_VIEW)
+
+    def step_field(self, step_id: str, name: str) -> Any:
+        """``steps.<id>.<name>``: one field of :meth:`step_view` without building the view;
+        ``KeyError`` for a name the view does not have."""
+        record = self.steps.get(step_id)
+        if record is None:
+            return PENDING_VIEW[name]
+        if name == "output":
+            return record.output if record.status == "succeeded" else None
+        if name == "status":
+            return record.status
+        if name == "attempts":
+            return record.attempts
+        if name == "error":
+            return record.error.public() if record.error else None
+        raise KeyError(name)
 
     def execution_view(self) -> dict[str, Any]:
         """``execution`` as expressions read it."""
