@@ -133,6 +133,5 @@ class Context:
         return Scope(values, state.step_view, self.definition.plans.keys, lazy, state.step_field)
 
 
-def payload_bytes(value: Any) -> int:
-    """The size of ``value`` as serialized JSON (what payload limits count)."""
-    return json_bytes(value)
+payload_bytes = json_bytes
+"""The size of a value as serialized JSON (what payload limits count)."""

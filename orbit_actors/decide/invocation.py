@@ -148,7 +148,7 @@ def output_schema(definition: CompiledDefinition, unit: Unit) -> tuple[str, Sche
     kind, task = _kind_and_task(plan, unit)
     if kind != "task" or task is None:
         return None
-    schema = definition.task(task).output
+    schema = definition.output_schemas.get(task)
     return None if schema is None else (task, schema)
 
 
