@@ -45,7 +45,9 @@ def _decide(
     (the mark :func:`decide_to_fixpoint` keeps in the state)."""
     if not state.started or state.status != "running":
         return [], True, None
-    ctx = Context(state, definition, now, abort_cause(state, definition))
+    # no failed step and no mark: no abort (abort_cause's answer without its call)
+    abort = abort_cause(state, definition) if state.failed_steps or state.abort_mark else None
+    ctx = Context(state, definition, now, abort)
     phase = _aborting(ctx) if ctx.abort else _running(ctx)
     if phase is None:
         return [], True, ctx.looked
@@ -140,7 +142,8 @@ def next_wakeup(state: ExecutionState, definition: CompiledDefinition) -> int | 
         return None
     if not state.steps:
         return state.started_at_ms  # a new run (after continue-as-new) has not decided yet
-    wake = state.next_timer_ms()
+    timers = state.timers
+    wake = timers[0].due_ms if timers else None  # state.next_timer_ms(), without the call
     timeout, started = definition.timeout_ms, state.started_at_ms
     if timeout is not None and started is not None and abort_cause(state, definition) is None:
         deadline = started + timeout

@@ -110,7 +110,8 @@ RUN_KINDS = frozenset({"task", "http", "workflow"})
 
 def unit_kind(definition: CompiledDefinition, unit: Unit) -> str:
     """What kind of step (or compensation) ``unit`` is: task, http, workflow, await, sleep …"""
-    return _kind_and_task(definition.plans[unit.step_id], unit)[0]
+    plan = definition.plans[unit.step_id]
+    return plan.kind if unit.role != "compensate" else _kind_and_task(plan, unit)[0]
 
 
 def _kind_and_task(plan: StepPlan, unit: Unit) -> tuple[str, str | None]:
@@ -148,7 +149,10 @@ def unit_timeout_ms(definition: CompiledDefinition, unit: Unit) -> int | None:
 def output_schema(definition: CompiledDefinition, unit: Unit) -> tuple[str, Schema] | None:
     """The task name and output contract a unit's results must meet, if any."""
     plan = definition.plans[unit.step_id]
-    kind, task = _kind_and_task(plan, unit)
+    if unit.role == "compensate":
+        kind, task = _kind_and_task(plan, unit)
+    else:
+        kind, task = plan.kind, plan.step.task
     if kind != "task" or task is None:
         return None
     schema = definition.output_schemas.get(task)

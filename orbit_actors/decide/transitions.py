@@ -193,7 +193,8 @@ def dispatch(
         return None
     if attempt is not None and attempt != unit.attempt:
         return None
-    if unit.role == "main" and abort_cause(state, definition) is not None:
+    may_abort = state.failed_steps or state.abort_mark  # else abort_cause() finds nothing
+    if unit.role == "main" and may_abort and abort_cause(state, definition) is not None:
         return None
     timeout = unit_timeout_ms(definition, unit)
     deadline = now + timeout if timeout is not None else None
