@@ -214,7 +214,7 @@ def _within_history_limit(ctx: Context) -> list[ev.Event]:
     limits = ctx.state.limits
     if ctx.abort is not None or not ctx.events or limits is None:
         return ctx.events
-    if ctx.state.event_count + len(ctx.events) <= limits.max_history_events:
+    if ctx.state.last_seq + len(ctx.events) <= limits.max_history_events:  # the event count
         return ctx.events
     message = (
         f"the run reached its limit of {limits.max_history_events} history events "

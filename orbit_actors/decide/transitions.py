@@ -20,7 +20,7 @@ from ..errors import (
     UnknownSignalError,
 )
 from ..history import events as ev
-from ..history.state import ExecutionState, Unit
+from ..history.state import RESOLVED_UNIT, ExecutionState, Unit
 from ..ir import flow
 from ..ir.plan import CompiledDefinition
 from ..ir.schema import Schema, SchemaViolation, json_type_of, validate
@@ -236,7 +236,7 @@ def report_result(
     unit = state.units[key]
     attempt = unit.tokens[token]
     seq, at = state.last_seq + 1, now
-    if unit.resolved:
+    if unit.status in RESOLVED_UNIT:  # unit.resolved, without the property's call
         return [
             ev.StaleResultIgnored(
                 seq=seq, timestamp_ms=at, step=key, token=token, outcome="duplicate"

@@ -94,28 +94,28 @@ class CompiledDefinition:
     """Each main step's position in :attr:`main`."""
     output_schemas: dict[str, Schema] = field(init=False)
     """The output contract of each task that declares one (read on every result)."""
+    timeout_ms: int | None = field(init=False)
+    """The run timeout (read on every decision)."""
+    name: str = field(init=False)
+    """The workflow name."""
+    version: str = field(init=False)
+    """The workflow version."""
+    input_schema: Schema | None = field(init=False)
+    """The schema of the execution input (None: any object)."""
 
     def __post_init__(self) -> None:
-        # worked out here, not as cached properties: an attribute added to an instance after
-        # its __init__ slows every attribute read of it
+        # worked out here, not as properties: a property is a call on every read (~700
+        # instructions), and a cached one adds an attribute to the instance after its
+        # __init__, which slows every attribute read of it
         self.main_position = {step_id: index for index, step_id in enumerate(self.main)}
         tasks = self.ir.tasks.items()
         self.output_schemas = {n: task.output for n, task in tasks if task.output is not None}
-
-    @property
-    def name(self) -> str:
-        """The workflow name."""
-        return self.ir.workflow
-
-    @property
-    def version(self) -> str:
-        """The workflow version."""
-        return self.ir.version
-
-    @property
-    def input_schema(self) -> Schema | None:
-        """The schema of the execution input (None: any object)."""
-        return self.ir.input
+        self.timeout_ms = self.ir.timeout
+        self.name, self.version, self.input_schema = (
+            self.ir.workflow,
+            self.ir.version,
+            self.ir.input,
+        )
 
     def task(self, name: str) -> TaskContract:
         """The declared contract of task ``name``."""
@@ -128,11 +128,6 @@ class CompiledDefinition:
     def signal_schema(self, name: str) -> Schema | None:
         """The payload schema of signal ``name`` (which must be declared)."""
         return self.ir.signals[name]
-
-    @property
-    def timeout_ms(self) -> int | None:
-        """The run timeout."""
-        return self.ir.timeout
 
     def schedule_to_start_ms(self, task: str) -> int | None:
         """How long a unit of ``task`` may wait for a worker (the task's own, else the
