@@ -99,7 +99,7 @@ class Context:
         """Append ``StepScheduled`` for an attempt of unit ``key``, with the time by which a
         worker must take it when its task has a ``schedule_to_start``; ``again`` is the unit
         when this schedules it once more (its idempotency key stays)."""
-        task = self.task_of(key)
+        task = unit_task(self.definition, key)
         wait = self.definition.schedule_to_start_ms(task) if task is not None else None
         state, now = self.state, self.now
         self.events.append(  # built here, not by add(): a call with **fields costs as much again

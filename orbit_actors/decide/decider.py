@@ -99,7 +99,8 @@ def _running(ctx: Context) -> Phase | None:
         return _failing_fan_outs
     if state.open_fanouts and _visit(_open_fan_outs, ctx):
         return _open_fan_outs
-    if _visit(_main_steps, ctx):
+    _main_steps(ctx)  # visited every time (its mark tells it where to look)
+    if ctx.events:
         return _main_steps
     everything_resolved = len(state.resolved_main) >= len(ctx.definition.main)
     if not state.inflight and everything_resolved and _visit(_complete, ctx):

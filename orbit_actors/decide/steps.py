@@ -34,7 +34,7 @@ def start_ready(ctx: Context, step_ids: list[str]) -> None:
 
 def start_step(ctx: Context, plan: StepPlan) -> None:
     """Skip, fail or start one step by its kind."""
-    if not _when_holds(ctx, plan):
+    if plan.when is not None and not _when_holds(ctx, plan):
         return
     if plan.for_each is not None:
         _fan_out(ctx, plan)

@@ -155,6 +155,8 @@ class Scope:
         kind = type(value)
         if kind is str or kind is bool or value is None:
             return value  # the usual leaves, without a call
+        if kind is int and _INT64_MIN <= value <= _INT64_MAX:
+            return value
         return _plain_copy(value)
 
     def _steps_for(self, expression: Expression) -> dict[str, Any]:
