@@ -47,7 +47,7 @@ def _decide(
         return [], True, None
     # no failed step and no mark: no abort (abort_cause's answer without its call)
     abort = abort_cause(state, definition) if state.failed_steps or state.abort_mark else None
-    ctx = Context(state, definition, now, abort)
+    ctx = Context(state, definition, now, abort, [])  # the list given: no factory call
     phase = _aborting(ctx) if ctx.abort else _running(ctx)
     if phase is None:
         return [], True, ctx.looked

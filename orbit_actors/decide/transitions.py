@@ -196,7 +196,10 @@ def dispatch(
     may_abort = state.failed_steps or state.abort_mark  # else abort_cause() finds nothing
     if unit.role == "main" and may_abort and abort_cause(state, definition) is not None:
         return None
-    timeout = unit_timeout_ms(definition, unit)
+    if unit.role == "compensate":
+        timeout = unit_timeout_ms(definition, unit)
+    else:  # what unit_timeout_ms finds for a step's own unit, without the call
+        timeout = definition.plans[unit.step_id].timeout_ms
     deadline = now + timeout if timeout is not None else None
     event = ev.StepDispatched(
         seq=state.last_seq + 1, timestamp_ms=now, step=key, attempt=unit.attempt, token=token,

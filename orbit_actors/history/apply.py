@@ -93,7 +93,7 @@ def _on_scheduled(state: ExecutionState, e: ev.StepScheduled) -> None:
 
 def _new_unit(state: ExecutionState, e: ev.StepScheduled) -> Unit:
     key = UnitKey.parse(e.step)
-    unit = Unit(e.step, key.role, key.step_id, key.index, key.target, scheduled_seq=e.seq)
+    unit = Unit(e.step, key.role, key.step_id, key.index, key.target, e.seq)  # scheduled_seq
     state.units[e.step] = unit
     record = _record(state, key.step_id, key.role)
     if key.role == "compensate":
