@@ -99,13 +99,16 @@ class Context:
         """Append ``StepScheduled`` for an attempt of unit ``key``, with the time by which a
         worker must take it when its task has a ``schedule_to_start``; ``again`` is the unit
         when this schedules it once more (its idempotency key stays)."""
-        task = self.task_of(key)
+        task = unit_task(self.definition, key)
         wait = self.definition.schedule_to_start_ms(task) if task is not None else None
-        self.add(
-            ev.StepScheduled, step=key, attempt=attempt, input=unit_input,
-            idempotency_key=again.idempotency_key if again else self.state.idempotency_key(key),
-            redelivery=redelivery,
-            start_by_ms=None if wait is None else self.now + wait,
+        state, now = self.state, self.now
+        self.events.append(  # built here, not by add(): a call with **fields costs as much again
+            ev.StepScheduled(
+                seq=state.last_seq + len(self.events) + 1, timestamp_ms=now, step=key,
+                attempt=attempt, input=unit_input,
+                idempotency_key=again.idempotency_key if again else state.idempotency_key(key),
+                redelivery=redelivery, start_by_ms=None if wait is None else now + wait,
+            )
         )  # fmt: skip
 
     def task_of(self, key: str) -> str | None:
@@ -125,10 +128,10 @@ class Context:
             values["index"] = index
         if plan is not None and plan.role == "handler" and self.abort is not None:
             values["error"] = self.abort.error.public()
-        lazy = {"execution": self.state.execution_view}
-        return Scope(values, self.state.step_view, lambda: list(self.definition.plans), lazy)
+        state = self.state
+        lazy = {"execution": state.execution_view}
+        return Scope(values, state.step_view, self.definition.plans.keys, lazy, state.step_field)
 
 
-def payload_bytes(value: Any) -> int:
-    """The size of ``value`` as serialized JSON (what payload limits count)."""
-    return json_bytes(value)
+payload_bytes = json_bytes
+"""The size of a value as serialized JSON (what payload limits count)."""

@@ -45,7 +45,9 @@ def _decide(
     (the mark :func:`decide_to_fixpoint` keeps in the state)."""
     if not state.started or state.status != "running":
         return [], True, None
-    ctx = Context(state, definition, now, abort_cause(state, definition))
+    # no failed step and no mark: no abort (abort_cause's answer without its call)
+    abort = abort_cause(state, definition) if state.failed_steps or state.abort_mark else None
+    ctx = Context(state, definition, now, abort, [])  # the list given: no factory call
     phase = _aborting(ctx) if ctx.abort else _running(ctx)
     if phase is None:
         return [], True, ctx.looked
@@ -97,7 +99,8 @@ def _running(ctx: Context) -> Phase | None:
         return _failing_fan_outs
     if state.open_fanouts and _visit(_open_fan_outs, ctx):
         return _open_fan_outs
-    if _visit(_main_steps, ctx):
+    _main_steps(ctx)  # visited every time (its mark tells it where to look)
+    if ctx.events:
         return _main_steps
     everything_resolved = len(state.resolved_main) >= len(ctx.definition.main)
     if not state.inflight and everything_resolved and _visit(_complete, ctx):
@@ -140,7 +143,8 @@ def next_wakeup(state: ExecutionState, definition: CompiledDefinition) -> int | 
         return None
     if not state.steps:
         return state.started_at_ms  # a new run (after continue-as-new) has not decided yet
-    wake = state.next_timer_ms()
+    timers = state.timers
+    wake = timers[0].due_ms if timers else None  # state.next_timer_ms(), without the call
     timeout, started = definition.timeout_ms, state.started_at_ms
     if timeout is not None and started is not None and abort_cause(state, definition) is None:
         deadline = started + timeout
@@ -203,14 +207,15 @@ def _complete(ctx: Context) -> None:
         failure = ev.ErrorInfo(code="EXPRESSION_ERROR", message=f"output: {exc}", retryable=False)
         ctx.add(ev.WorkflowFailed, error=failure, compensation="none")
         return
-    ctx.add(ev.WorkflowCompleted, output=output)
+    seq = ctx.state.last_seq + len(ctx.events) + 1
+    ctx.events.append(ev.WorkflowCompleted(seq=seq, timestamp_ms=ctx.now, output=output))
 
 
 def _within_history_limit(ctx: Context) -> list[ev.Event]:
     limits = ctx.state.limits
     if ctx.abort is not None or not ctx.events or limits is None:
         return ctx.events
-    if ctx.state.event_count + len(ctx.events) <= limits.max_history_events:
+    if ctx.state.last_seq + len(ctx.events) <= limits.max_history_events:  # the event count
         return ctx.events
     message = (
         f"the run reached its limit of {limits.max_history_events} history events "

@@ -4,7 +4,9 @@ carries these out and never re-derives workflow semantics."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..history import events as ev
 from ..history.state import ExecutionState, Unit
@@ -42,9 +44,8 @@ def effects_of(
 
 
 def _ready(
-    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+    state: ExecutionState, definition: CompiledDefinition, e: ev.StepScheduled, out: Effects
 ) -> None:
-    assert isinstance(e, ev.StepScheduled)
     unit = state.units[e.step]
     if state.paused:  # it waits for the unpause, which makes it ready
         return
@@ -55,9 +56,8 @@ def _ready(
 
 
 def _cancelled(
-    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+    state: ExecutionState, definition: CompiledDefinition, e: ev.StepCancelled, out: Effects
 ) -> None:
-    assert isinstance(e, ev.StepCancelled)
     unit = state.units[e.step]
     _cancel_tokens(unit, e.reason, out)
     plan = definition.plans[unit.step_id]
@@ -67,9 +67,8 @@ def _cancelled(
 
 
 def _timed_out(
-    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+    state: ExecutionState, definition: CompiledDefinition, e: ev.StepAttemptFailed, out: Effects
 ) -> None:
-    assert isinstance(e, ev.StepAttemptFailed)
     if e.error.code == "SCHEDULE_TIMEOUT":
         found = invocation(state, definition, e.step)
         if isinstance(found, TaskInvocation) and found.attempt == e.attempt:
@@ -84,9 +83,11 @@ def _timed_out(
 
 
 def _resolved(
-    state: ExecutionState, definition: CompiledDefinition, e: ev.Event, out: Effects
+    state: ExecutionState,
+    definition: CompiledDefinition,
+    e: ev.StepSucceeded | ev.StepFailed,
+    out: Effects,
 ) -> None:
-    assert isinstance(e, ev.StepSucceeded | ev.StepFailed)
     unit = state.units.get(e.step)
     if unit is not None:
         reason = "step already resolved" if e.type == "StepSucceeded" else "step failed"
@@ -125,7 +126,7 @@ def _cancel_tokens(unit: Unit, reason: str, out: Effects) -> None:
         out.cancel_tokens.setdefault(token, reason)
 
 
-_EFFECT = {
+_EFFECT: dict[str, Callable[[ExecutionState, CompiledDefinition, Any, Effects], None]] = {
     "StepScheduled": _ready,
     "StepCancelled": _cancelled,
     "StepAttemptFailed": _timed_out,

@@ -77,20 +77,23 @@ def invocation(
     if unit is None:
         return None
     plan = definition.plans[unit.step_id]
-    kind, task = _kind_and_task(plan, unit)
+    if unit.role == "compensate":
+        kind, task = _kind_and_task(plan, unit)
+        language, timeout = _language(plan, unit), unit_timeout_ms(definition, unit)
+    else:  # what those three calls find for a step's own unit (a task's: once per attempt)
+        step = plan.step
+        kind, task, language, timeout = plan.kind, step.task, step.language, plan.timeout_ms
     if kind == "task":
         assert task is not None
         contract = definition.task(task)
+        rate = _rate(definition, state, task) if definition.flow.rate_limits else None
         return TaskInvocation(
-            key, task, contract.version, _language(plan, unit) or contract.language, unit.input,
-            unit.idempotency_key, unit.attempt, unit.redelivery, unit_timeout_ms(definition, unit),
-            state.flow, _rate(definition, state, task),
+            key, task, contract.version, language or contract.language, unit.input,
+            unit.idempotency_key, unit.attempt, unit.redelivery, timeout, state.flow, rate,
         )  # fmt: skip
     if kind == "http":
         request = unit.input if isinstance(unit.input, dict) else {}
-        return HttpInvocation(
-            key, request, unit.idempotency_key, unit.attempt, unit_timeout_ms(definition, unit)
-        )
+        return HttpInvocation(key, request, unit.idempotency_key, unit.attempt, timeout)
     if kind == "workflow":
         name = plan.step.workflow or ""
         child = definition.child(name)
@@ -107,7 +110,8 @@ RUN_KINDS = frozenset({"task", "http", "workflow"})
 
 def unit_kind(definition: CompiledDefinition, unit: Unit) -> str:
     """What kind of step (or compensation) ``unit`` is: task, http, workflow, await, sleep …"""
-    return _kind_and_task(definition.plans[unit.step_id], unit)[0]
+    plan = definition.plans[unit.step_id]
+    return plan.kind if unit.role != "compensate" else _kind_and_task(plan, unit)[0]
 
 
 def _kind_and_task(plan: StepPlan, unit: Unit) -> tuple[str, str | None]:
@@ -145,10 +149,13 @@ def unit_timeout_ms(definition: CompiledDefinition, unit: Unit) -> int | None:
 def output_schema(definition: CompiledDefinition, unit: Unit) -> tuple[str, Schema] | None:
     """The task name and output contract a unit's results must meet, if any."""
     plan = definition.plans[unit.step_id]
-    kind, task = _kind_and_task(plan, unit)
+    if unit.role == "compensate":
+        kind, task = _kind_and_task(plan, unit)
+    else:
+        kind, task = plan.kind, plan.step.task
     if kind != "task" or task is None:
         return None
-    schema = definition.task(task).output
+    schema = definition.output_schemas.get(task)
     return None if schema is None else (task, schema)
 
 

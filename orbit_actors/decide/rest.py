@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import chain
 
-from ..history.state import ExecutionState, Unit
+from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from .decider import next_wakeup
 from .invocation import CHILD_SESSION, RUN_KINDS, unit_kind
@@ -40,19 +40,17 @@ def rest_of(state: ExecutionState, definition: CompiledDefinition) -> Rest:
     """How ``state`` rests (see the module docstring)."""
     wake = next_wakeup(state, definition)
     if state.finished or not state.started:
-        return Rest(wake, busy=not state.finished, rests=False)
+        return Rest(wake, not state.finished, False)  # (wake_at_ms, busy, rests)
     busy = False
     units = state.units
     for key in chain(state.inflight, state.cleanup_inflight):  # the unresolved units only
         unit = units[key]
-        if state.paused and unit.status == "scheduled":
+        status = unit.status
+        if state.paused and status == "scheduled":
             continue  # it waits for the unpause: a command
-        if unit.status in _IN_HAND and unit_kind(definition, unit) in RUN_KINDS:
-            if not _at_a_child(unit):
-                return Rest(wake, busy=True, rests=False)
+        if status in _IN_HAND and unit_kind(definition, unit) in RUN_KINDS:
+            at_a_child = status == "dispatched" and (unit.session or "").startswith(CHILD_SESSION)
+            if not at_a_child:
+                return Rest(wake, True, False)
             busy = True
-    return Rest(wake, busy=busy, rests=True)
-
-
-def _at_a_child(unit: Unit) -> bool:
-    return unit.status == "dispatched" and (unit.session or "").startswith(CHILD_SESSION)
+    return Rest(wake, busy, True)

@@ -34,7 +34,7 @@ def start_ready(ctx: Context, step_ids: list[str]) -> None:
 
 def start_step(ctx: Context, plan: StepPlan) -> None:
     """Skip, fail or start one step by its kind."""
-    if not _when_holds(ctx, plan):
+    if plan.when is not None and not _when_holds(ctx, plan):
         return
     if plan.for_each is not None:
         _fan_out(ctx, plan)
@@ -87,9 +87,12 @@ def unit_input(ctx: Context, plan: StepPlan, index: int | None) -> Any:
 
 
 def _start_work(ctx: Context, plan: StepPlan) -> None:
-    value = evaluated(ctx, plan, "input", lambda: unit_input(ctx, plan, None))
-    if value is not FAILED:
-        _schedule(ctx, plan.key, value)
+    try:  # what evaluated() does, without a closure and two calls: every task step comes here
+        value = unit_input(ctx, plan, None)
+    except EvaluationError as exc:
+        fail_step(ctx, plan.key, f"{plan.path}.input: {exc}")
+        return
+    ctx.schedule(plan.key, 1, value)
 
 
 def _start_value(ctx: Context, plan: StepPlan) -> None:

@@ -20,7 +20,7 @@ from ..errors import (
     UnknownSignalError,
 )
 from ..history import events as ev
-from ..history.state import ExecutionState, Unit
+from ..history.state import RESOLVED_UNIT, ExecutionState, Unit
 from ..ir import flow
 from ..ir.plan import CompiledDefinition
 from ..ir.schema import Schema, SchemaViolation, json_type_of, validate
@@ -193,9 +193,13 @@ def dispatch(
         return None
     if attempt is not None and attempt != unit.attempt:
         return None
-    if unit.role == "main" and abort_cause(state, definition) is not None:
+    may_abort = state.failed_steps or state.abort_mark  # else abort_cause() finds nothing
+    if unit.role == "main" and may_abort and abort_cause(state, definition) is not None:
         return None
-    timeout = unit_timeout_ms(definition, unit)
+    if unit.role == "compensate":
+        timeout = unit_timeout_ms(definition, unit)
+    else:  # what unit_timeout_ms finds for a step's own unit, without the call
+        timeout = definition.plans[unit.step_id].timeout_ms
     deadline = now + timeout if timeout is not None else None
     event = ev.StepDispatched(
         seq=state.last_seq + 1, timestamp_ms=now, step=key, attempt=unit.attempt, token=token,
@@ -235,7 +239,7 @@ def report_result(
     unit = state.units[key]
     attempt = unit.tokens[token]
     seq, at = state.last_seq + 1, now
-    if unit.resolved:
+    if unit.status in RESOLVED_UNIT:  # unit.resolved, without the property's call
         return [
             ev.StaleResultIgnored(
                 seq=seq, timestamp_ms=at, step=key, token=token, outcome="duplicate"

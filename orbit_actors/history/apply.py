@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from . import events as ev
 from .state import AbortMark, ExecutionState, SignalRecord, StepRecord, Unit, UnitKey
@@ -40,13 +40,12 @@ def apply(state: ExecutionState, event: ev.Event) -> ExecutionState:
     return state
 
 
-def _unit(state: ExecutionState, key: str, event: ev.Event) -> Unit:
-    unit = state.units.get(key)
-    if unit is None:
-        raise HistoryError(
-            f"{event.type} (seq {event.seq}) names unit `{key}`, which was never scheduled"
-        )
-    return unit
+def _unknown(key: str, event: ev.Event) -> NoReturn:
+    """A unit look-up reads ``state.units.get(key) or _unknown(key, e)`` (a unit is never
+    falsy): the usual case costs no call."""
+    raise HistoryError(
+        f"{event.type} (seq {event.seq}) names unit `{key}`, which was never scheduled"
+    )
 
 
 def _record(state: ExecutionState, step_id: str, role: str) -> StepRecord:
@@ -93,7 +92,7 @@ def _on_scheduled(state: ExecutionState, e: ev.StepScheduled) -> None:
 
 def _new_unit(state: ExecutionState, e: ev.StepScheduled) -> Unit:
     key = UnitKey.parse(e.step)
-    unit = Unit(e.step, key.role, key.step_id, key.index, key.target, scheduled_seq=e.seq)
+    unit = Unit(e.step, key.role, key.step_id, key.index, key.target, e.seq)  # scheduled_seq
     state.units[e.step] = unit
     record = _record(state, key.step_id, key.role)
     if key.role == "compensate":
@@ -156,7 +155,7 @@ def _on_fan_out(state: ExecutionState, e: ev.StepFanOut) -> None:
 
 
 def _on_dispatched(state: ExecutionState, e: ev.StepDispatched) -> None:
-    unit = _unit(state, e.step, e)
+    unit = state.units.get(e.step) or _unknown(e.step, e)
     unit.status, unit.current_token = "dispatched", e.token
     unit.tokens[e.token] = e.attempt
     unit.session, unit.worker_id = e.worker_session, e.worker_id
@@ -168,7 +167,7 @@ def _on_dispatched(state: ExecutionState, e: ev.StepDispatched) -> None:
 
 
 def _on_succeeded(state: ExecutionState, e: ev.StepSucceeded) -> None:
-    unit = _unit(state, e.step, e)
+    unit = state.units.get(e.step) or _unknown(e.step, e)
     unit.status, unit.output = "succeeded", e.output
     _unit_resolved(state, unit)
     record = state.steps[unit.step_id]
@@ -190,19 +189,19 @@ def _on_succeeded(state: ExecutionState, e: ev.StepSucceeded) -> None:
 
 
 def _on_attempt_failed(state: ExecutionState, e: ev.StepAttemptFailed) -> None:
-    unit = _unit(state, e.step, e)
+    unit = state.units.get(e.step) or _unknown(e.step, e)
     unit.status, unit.error, unit.current_token = "attempt_failed", e.error, None
     state.attention[e.step] = None
 
 
 def _on_uncertain(state: ExecutionState, e: ev.StepAttemptUncertain) -> None:
-    unit = _unit(state, e.step, e)
+    unit = state.units.get(e.step) or _unknown(e.step, e)
     unit.status = "uncertain"
     state.attention[e.step] = None
 
 
 def _on_retry(state: ExecutionState, e: ev.RetryScheduled) -> None:
-    unit = _unit(state, e.step, e)
+    unit = state.units.get(e.step) or _unknown(e.step, e)
     unit.status, unit.next_attempt = "retry_wait", e.next_attempt
     unit.retry_at_ms = e.timestamp_ms + e.delay_ms
     state.attention.pop(e.step, None)
@@ -234,7 +233,7 @@ def _on_step_failed(state: ExecutionState, e: ev.StepFailed) -> None:
 
 
 def _on_cancelled(state: ExecutionState, e: ev.StepCancelled) -> None:
-    unit = _unit(state, e.step, e)
+    unit = state.units.get(e.step) or _unknown(e.step, e)
     unit.status = "cancelled"
     _unit_resolved(state, unit)
     if unit.role == "compensate":
@@ -263,11 +262,12 @@ def _step_resolved(state: ExecutionState, record: StepRecord) -> None:
 
 
 def _on_stale(state: ExecutionState, e: ev.StaleResultIgnored) -> None:
-    _unit(state, e.step, e)
+    if e.step not in state.units:
+        _unknown(e.step, e)
 
 
 def _on_timer_started(state: ExecutionState, e: ev.TimerStarted) -> None:
-    unit = _unit(state, e.step, e)
+    unit = state.units.get(e.step) or _unknown(e.step, e)
     unit.status, unit.fire_at_ms = "waiting", e.fire_at_ms
     state.arm(e.fire_at_ms, e.step, "timer")
 
@@ -276,7 +276,7 @@ def _on_timer_fired(state: ExecutionState, e: ev.TimerFired) -> None:
     if e.step == ev.RUN_TIMEOUT_TIMER:
         _mark_abort(state, AbortMark(e.seq, "timeout", "run timed out"))
         return
-    _unit(state, e.step, e).fire_at_ms = None
+    (state.units.get(e.step) or _unknown(e.step, e)).fire_at_ms = None
 
 
 def _on_signal(state: ExecutionState, e: ev.SignalReceived) -> None:
@@ -319,7 +319,7 @@ def _mark_abort(state: ExecutionState, mark: AbortMark) -> None:
 
 
 def _close(state: ExecutionState, e: ev.Event, status: Any) -> None:
-    state.status, state.closed_at_ms = status, e.timestamp_ms
+    state.status, state.closed_at_ms, state.finished = status, e.timestamp_ms, True
 
 
 def _on_completed(state: ExecutionState, e: ev.WorkflowCompleted) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ _TOKEN = re.compile(
 )
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_INT64 = range(-(2**63), 2**63)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class ExpressionSyntaxError(ValueError):
@@ -92,19 +92,27 @@ def compile_expression(source: str) -> Expression:
 class Scope:
     """The variables an expression may read, built lazily: only the names an expression
     references are converted, and of ``steps`` only the entries it names. A name of ``lazy``
-    is computed when an expression reads it (most read none of ``execution``)."""
+    is computed when an expression reads it (most read none of ``execution``).
+
+    ``step_view(id)`` gives a step's whole view; ``step_field(id, name)``, when given, one field
+    of it (``KeyError`` for a name the view lacks) without building the view: most expressions
+    read ``steps.<id>.output.…``."""
+
+    __slots__ = ("_lazy", "_step_field", "_step_ids", "_step_view", "_values")
 
     def __init__(
         self,
         values: Mapping[str, Any],
         step_view: Callable[[str], dict[str, Any]] | None = None,
-        step_ids: Callable[[], list[str]] | None = None,
+        step_ids: Callable[[], Iterable[str]] | None = None,
         lazy: Mapping[str, Callable[[], Any]] | None = None,
+        step_field: Callable[[str, str], Any] | None = None,
     ) -> None:
         self._values = values
         self._step_view = step_view
         self._step_ids = step_ids
         self._lazy = lazy or {}
+        self._step_field = step_field
 
     def bindings(self, expression: Expression) -> dict[str, Any]:
         """The CEL activation for ``expression``."""
@@ -122,30 +130,41 @@ class Scope:
         """The JSON value at ``path`` (``steps.<id>.…`` through the step view); raises
         :class:`_NotPlain` unless every step is a present key of a map and the value is plain
         JSON that CEL would give back unchanged."""
-        head, rest = path[0], path[1:]
+        head = path[0]
         if head == "steps" and self._step_view is not None:
-            if not rest:
+            if len(path) > 2 and self._step_field is not None:
+                try:
+                    value: Any = self._step_field(path[1], path[2])
+                except KeyError:
+                    raise _NotPlain from None
+                rest = path[3:]
+            elif len(path) > 1:
+                value, rest = self._step_view(path[1]), path[2:]
+            else:
                 raise _NotPlain
-            value: Any = self._step_view(rest[0])
-            rest = rest[1:]
         elif head in self._values:
-            value = self._values[head]
+            value, rest = self._values[head], path[1:]
         elif head in self._lazy:
-            value = self._lazy[head]()
+            value, rest = self._lazy[head](), path[1:]
         else:
             raise _NotPlain
         for key in rest:
             if type(value) is not dict or key not in value:
                 raise _NotPlain
             value = value[key]
+        kind = type(value)
+        if kind is str or kind is bool or value is None:
+            return value  # the usual leaves, without a call
+        if kind is int and _INT64_MIN <= value <= _INT64_MAX:
+            return value
         return _plain_copy(value)
 
     def _steps_for(self, expression: Expression) -> dict[str, Any]:
         assert self._step_view is not None
         if expression.reads_all_steps and self._step_ids is not None:
-            names = self._step_ids()
+            names: Iterable[str] = self._step_ids()
         else:
-            names = list(expression.step_refs)
+            names = expression.step_refs
         return {name: self._step_view(name) for name in names}
 
 
@@ -155,14 +174,14 @@ class Template:
     the expression's typed value, at any depth. ``expressions`` lists them with their paths."""
 
     raw: Any
-    compiled: Any
+    renderer: Callable[[Scope], Any]  # the compiled template as one function of the scope
     expressions: tuple[tuple[str, Expression], ...]
 
     def render(self, scope: Scope) -> Any:
         """The template's value in ``scope``; raises :class:`EvaluationError` naming the path."""
         if not self.expressions:
             return self.raw
-        return _render(self.compiled, scope)
+        return self.renderer(scope)
 
 
 class TemplateError(ValueError):
@@ -177,14 +196,21 @@ class TemplateError(ValueError):
 def compile_template(value: Any) -> Template:
     """Compile every ``${…}`` inside ``value``; raises :class:`TemplateError` with its path."""
     found: list[tuple[str, Expression]] = []
-    compiled = _compile_node(value, "", found)
-    return Template(value, compiled, tuple(found))
+    renderer = _renderer(_compile_node(value, "", found))
+    return Template(value, renderer or (lambda scope: value), tuple(found))
 
 
 @dataclass(frozen=True, eq=False)
 class _Hole:
     path: str
     expression: Expression
+
+    def render(self, scope: Scope) -> Any:
+        try:
+            return self.expression.evaluate(scope)
+        except EvaluationError as exc:
+            where = f"{self.path}: " if self.path else ""
+            raise EvaluationError(f"{where}{exc} (in ${{{self.expression.source}}})") from None
 
 
 def _compile_node(value: Any, path: str, found: list[tuple[str, Expression]]) -> Any:
@@ -205,18 +231,26 @@ def _compile_node(value: Any, path: str, found: list[tuple[str, Expression]]) ->
     return value
 
 
-def _render(node: Any, scope: Scope) -> Any:
+def _renderer(node: Any) -> Callable[[Scope], Any] | None:
+    """The function that renders a compiled template part: each hole evaluated, each dict and
+    list built anew; None for any other value, which renders as itself. Built once per
+    template, so a render walks no node types."""
     if isinstance(node, _Hole):
-        try:
-            return node.expression.evaluate(scope)
-        except EvaluationError as exc:
-            where = f"{node.path}: " if node.path else ""
-            raise EvaluationError(f"{where}{exc} (in ${{{node.expression.source}}})") from None
+        return node.render
     if isinstance(node, dict):
-        return {k: _render(v, scope) for k, v in node.items()}
+        entries = tuple((key, _renderer(value), value) for key, value in node.items())
+
+        def render_dict(scope: Scope) -> dict[str, Any]:
+            out = {}
+            for key, render, value in entries:
+                out[key] = value if render is None else render(scope)
+            return out
+
+        return render_dict
     if isinstance(node, list):
-        return [_render(v, scope) for v in node]
-    return node
+        items = tuple((_renderer(value), value) for value in node)
+        return lambda scope: [value if render is None else render(scope) for render, value in items]
+    return None
 
 
 def _child(path: str, key: str) -> str:
@@ -234,7 +268,7 @@ def _plain_copy(value: Any) -> Any:
     if kind is str or kind is bool or value is None:
         return value
     if kind is int:
-        if value in _INT64:
+        if _INT64_MIN <= value <= _INT64_MAX:
             return value
         raise _NotPlain
     if kind is float:

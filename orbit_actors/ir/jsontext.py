@@ -36,7 +36,8 @@ def compact_json(value: Any) -> str:
 
 def json_bytes(value: Any) -> int:
     """The size in bytes of ``value`` as compact UTF-8 JSON (what payload limits count)."""
-    return len(compact_json(value).encode())
+    text = compact_json(value)
+    return len(text) if text.isascii() else len(text.encode())  # ASCII: a byte a character
 
 
 MAX_DEPTH = 64

@@ -4,7 +4,6 @@ compiled, dependencies resolved both ways, retry policies merged. Built by :mod:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Literal
 
 from .expressions import Expression, Template
@@ -47,28 +46,27 @@ class StepPlan:
     compensate: CompensationPlan | None = None
     retry: RetryPolicy | None = None
 
-    @property
-    def id(self) -> str:
-        """The step id."""
-        return self.step.id
+    id: str = field(init=False)
+    """The step id."""
+    kind: str = field(init=False)
+    """The step's kind (``until`` reads as ``sleep``)."""
+    key: str = field(init=False)
+    """The unit key of this step (of its elements, without the index)."""
+    timeout_ms: int | None = field(init=False)
+    """The per-attempt deadline of this step's units, if any."""
 
-    @cached_property
-    def kind(self) -> str:
-        """The step's kind (``until`` reads as ``sleep``); the decider asks often, so it is
-        worked out once."""
-        return self.step.kind
-
-    @property
-    def key(self) -> str:
-        """The unit key of this step (of its elements, without the index)."""
-        return self.unit_prefix + self.step.id
-
-    @property
-    def timeout_ms(self) -> int | None:
-        """The per-attempt deadline of this step's units, if any."""
-        if self.step.http is not None:
-            return self.step.http.timeout
-        return self.step.timeout if self.kind == "task" else None
+    def __post_init__(self) -> None:
+        # the decider reads these on every step it starts: fields, not properties (a property
+        # is a call each time; a cached one adds an attribute to the instance after its
+        # __init__, which slows every attribute read of it). Compiling replaces ``step`` with
+        # its normal form later, which changes none of them.
+        step = self.step
+        self.id, self.kind = step.id, step.kind
+        self.key = self.unit_prefix + step.id
+        if step.http is not None:
+            self.timeout_ms = step.http.timeout
+        else:
+            self.timeout_ms = step.timeout if self.kind == "task" else None
 
     @property
     def unit_prefix(self) -> str:
@@ -92,26 +90,32 @@ class CompiledDefinition:
     """The server's ``--schedule-to-start``, for tasks that declare none (not part of the IR:
     each unit's deadline is recorded on its ``StepScheduled``, so replay never reads this)."""
     flow: FlowPlan = NO_FLOW
+    main_position: dict[str, int] = field(init=False)
+    """Each main step's position in :attr:`main`."""
+    output_schemas: dict[str, Schema] = field(init=False)
+    """The output contract of each task that declares one (read on every result)."""
+    timeout_ms: int | None = field(init=False)
+    """The run timeout (read on every decision)."""
+    name: str = field(init=False)
+    """The workflow name."""
+    version: str = field(init=False)
+    """The workflow version."""
+    input_schema: Schema | None = field(init=False)
+    """The schema of the execution input (None: any object)."""
 
-    @cached_property
-    def main_position(self) -> dict[str, int]:
-        """Each main step's position in :attr:`main`."""
-        return {step_id: index for index, step_id in enumerate(self.main)}
-
-    @property
-    def name(self) -> str:
-        """The workflow name."""
-        return self.ir.workflow
-
-    @property
-    def version(self) -> str:
-        """The workflow version."""
-        return self.ir.version
-
-    @property
-    def input_schema(self) -> Schema | None:
-        """The schema of the execution input (None: any object)."""
-        return self.ir.input
+    def __post_init__(self) -> None:
+        # worked out here, not as properties: a property is a call on every read (~700
+        # instructions), and a cached one adds an attribute to the instance after its
+        # __init__, which slows every attribute read of it
+        self.main_position = {step_id: index for index, step_id in enumerate(self.main)}
+        tasks = self.ir.tasks.items()
+        self.output_schemas = {n: task.output for n, task in tasks if task.output is not None}
+        self.timeout_ms = self.ir.timeout
+        self.name, self.version, self.input_schema = (
+            self.ir.workflow,
+            self.ir.version,
+            self.ir.input,
+        )
 
     def task(self, name: str) -> TaskContract:
         """The declared contract of task ``name``."""
@@ -124,11 +128,6 @@ class CompiledDefinition:
     def signal_schema(self, name: str) -> Schema | None:
         """The payload schema of signal ``name`` (which must be declared)."""
         return self.ir.signals[name]
-
-    @property
-    def timeout_ms(self) -> int | None:
-        """The run timeout."""
-        return self.ir.timeout
 
     def schedule_to_start_ms(self, task: str) -> int | None:
         """How long a unit of ``task`` may wait for a worker (the task's own, else the

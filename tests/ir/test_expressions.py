@@ -112,3 +112,18 @@ def test_a_step_field_path_reads_the_step_view() -> None:
     scope = Scope({}, step_view=lambda name: {"status": "completed", "output": {"n": [name]}})
     assert expression.field_path == ("steps", "a", "output", "n")
     assert expression.evaluate(scope) == ["a"]
+
+
+@pytest.mark.parametrize(
+    "source", ["steps.a.output.n", "steps.a.status", "steps.a.output", "steps.a.nope", "steps.a"]
+)
+def test_a_step_read_through_step_field_equals_the_view(source: str) -> None:
+    view = {"status": "succeeded", "output": {"n": [1]}, "error": None, "attempts": 1}
+
+    def field(step_id: str, name: str) -> Any:
+        return dict(view)[name]
+
+    expression = compile_expression(source)
+    with_view = Scope({}, step_view=lambda name: dict(view))
+    with_field = Scope({}, step_view=lambda name: dict(view), step_field=field)
+    assert _outcome(expression, with_field) == _outcome(expression, with_view)
