@@ -241,12 +241,18 @@ class Connection:
         """A result handled as :meth:`handle` would, without a task waiting for its verdict:
         the answer is sent, and ``done`` called, once the execution has recorded it. False,
         with nothing done, when :meth:`handle` must carry it (no session yet, the worker's
-        sign of life is due to be written, the execution lives elsewhere or is not loaded)."""
+        sign of life is due to be written, the execution lives elsewhere or is not loaded).
+        A sign of life that is due is left to this result's :meth:`handle` alone: the results
+        that follow it before that runs are handed on (a burst read at once took the awaiting
+        path whole, a task and two waits each, once a second)."""
         session = self.session
         manager = self.manager
         report = manager.ports.report_result_nowait
+        if session is None or report is None:
+            return False
         now = manager.ports.clock.now_ms()
-        if session is None or report is None or now - self._touched_ms >= TOUCH_INTERVAL_MS:
+        if now - self._touched_ms >= TOUCH_INTERVAL_MS:
+            self._touched_ms = now  # the handle() that takes this result writes it
             return False
 
         def answered(verdict: Verdict | OrbitError) -> None:  # in the execution's actor
