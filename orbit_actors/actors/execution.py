@@ -54,6 +54,7 @@ from ..views import ExecutionDetail, describe, row_of
 from ..wire.messages import Task
 from . import commands as cmd
 from .clock import Clock
+from .outgoing import unchecked
 from .pool import WorkerPort
 
 RUNTIME_WORKER = "orbit-runtime"
@@ -652,15 +653,19 @@ class ExecutionActor:
         return (plan.step.workflow or "") if plan else ""
 
     def _task(self, found: TaskInvocation, token: str, deadline_ms: int | None) -> Task:
-        return Task(
-            token=token, execution_id=self.execution_id, workflow=self.state.workflow,
-            workflow_version=self.state.version, step_id=found.key, task_name=found.task_name,
-            contract_version=found.contract_version, input=found.input,
-            idempotency_key=found.idempotency_key, attempt=found.attempt,
-            redelivery=found.redelivery, deadline_ms=deadline_ms,
-            timeout_ms=found.timeout_ms,
-        )  # fmt: skip
+        state = self.state
+        return unchecked(Task, {
+            "type": "task", "token": token, "execution_id": state.execution_id,
+            "workflow": state.workflow, "workflow_version": state.version, "step_id": found.key,
+            "task_name": found.task_name, "contract_version": found.contract_version,
+            "input": found.input, "idempotency_key": found.idempotency_key,
+            "attempt": found.attempt, "redelivery": found.redelivery, "deadline_ms": deadline_ms,
+            "timeout_ms": found.timeout_ms, "resent": False,
+        }, _TASK_GIVEN)  # fmt: skip
 
+
+_TASK_GIVEN = frozenset(Task.model_fields) - {"type", "resent"}
+"""The fields a dispatch's ``Task`` names (the rest keep their defaults)."""
 
 _PASSIVATE = Command()
 """What :meth:`ExecutionActor._next` answers when the execution should leave memory."""
