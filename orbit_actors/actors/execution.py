@@ -51,10 +51,10 @@ from ..store.base import (
     Store,
 )
 from ..views import ExecutionDetail, describe, row_of
+from ..views.unchecked import unchecked
 from ..wire.messages import Task
 from . import commands as cmd
 from .clock import Clock
-from .outgoing import unchecked
 from .pool import WorkerPort
 
 RUNTIME_WORKER = "orbit-runtime"

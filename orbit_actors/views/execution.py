@@ -19,6 +19,7 @@ from .models import (
     ResultError,
     Unit,
 )
+from .unchecked import unchecked
 from .waiting import concurrency_waiting
 
 
@@ -82,7 +83,11 @@ def result_of(
     """The ``wait`` answer of a finished run (its summary from ``row`` when given: the stored
     row keeps the first run's start time)."""
     fields = row_summary(row).model_dump() if row is not None else _summary_fields(state)
-    return ExecutionResult(**fields, output=state.output, error=terminal_error(state, definition))
+    fields["output"], fields["error"] = state.output, terminal_error(state, definition)
+    return unchecked(ExecutionResult, fields, _RESULT_FIELDS)  # once per execution: unvalidated
+
+
+_RESULT_FIELDS = frozenset(ExecutionResult.model_fields)
 
 
 def terminal_error(state: ExecutionState, definition: CompiledDefinition) -> ResultError | None:
