@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
@@ -131,6 +131,8 @@ class _Parts:
     router: Router
     rerunner: Rerunner
     batches: Batches
+    wait_here: Callable[[str, float], Awaitable[ExecutionResult]]
+    """How the route of ``WaitCommand`` carries a wait out on this server."""
 
 
 @asynccontextmanager
@@ -318,6 +320,7 @@ def _wire(
     parts = _Parts(
         store, config, clock, instance_id, definitions, registry, supervisor, starter, waiters,
         pool, sessions, scheduler, metrics, load, membership, sharing, router, rerunner, batches,
+        wait,
     )  # fmt: skip
     return parts
 
@@ -409,6 +412,7 @@ class Runtime:
         self.membership = parts.membership
         self._forwarder = parts.membership.forwarder
         self._router = parts.router
+        self._wait_here = parts.wait_here
         self._rerunner = parts.rerunner
         self.batches = parts.batches
         self.upgrades = Upgrades(parts.store, parts.definitions)
@@ -560,6 +564,8 @@ class Runtime:
     async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
         """The summary with the output (or the error) once the execution has finished; raises
         WaitTimeoutError."""
+        if self._router.surely_here(execution_id):  # the route's own wait, with no command made
+            return await self._wait_here(execution_id, timeout)
         command = fw.WaitCommand(timeout=timeout)
         result: ExecutionResult = await self._router.send(execution_id, command, extra=timeout)
         return result
