@@ -448,7 +448,7 @@ class ExecutionActor:
         claimed, charged = self._claim_free_workers(batch, now, claim_rated)
         rates = charges + charged
         pool = self.ports.pool
-        commit = Commit(self._row(state), batch, create=create, admit=admit, rates=rates)
+        commit = Commit(self._row(state), batch, False, create, admit, rates)  # positional: cheaper
         try:
             await self._commit(commit)
         except (StorageError, AlreadyStored, ConcurrencyFull, RateLimited) as exc:
@@ -464,9 +464,10 @@ class ExecutionActor:
             return await self._settle(
                 applied, reported, create=create, admit=admit, claim_rated=False
             )
-        now = self._now()
-        for task in claimed:
-            pool.push(task, now)
+        if claimed:
+            now = self._now()
+            for task in claimed:
+                pool.push(task, now)
         effects = effects_of(state, self.definition, batch)
         effects.cancel_tokens.pop(reported or "", None)
         await self._publish(effects)
