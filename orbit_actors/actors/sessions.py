@@ -25,6 +25,7 @@ from ..errors import OrbitError, StorageError
 from ..history.events import ErrorInfo
 from ..store.base import WorkerRecord
 from ..store.rules import TOUCH_INTERVAL_MS
+from ..views.unchecked import unchecked
 from ..wire import messages as wire
 from .clock import Clock
 from .pool import WorkerPool
@@ -32,6 +33,7 @@ from .pool import WorkerPool
 log = logging.getLogger("orbit.workers")
 
 Send = Callable[[wire.ServerMessage], None]
+_ACK_GIVEN = frozenset({"token", "accepted", "reason", "ref"})
 Close = Callable[[int, str], None]
 Answered = Callable[[Verdict | OrbitError], None]
 ReportNowait = Callable[[str, str, Any, ErrorInfo | None, Answered], bool]
@@ -311,12 +313,11 @@ class Connection:
             return
         if verdict.accepted:
             crash_point("result-before-ack")
-        self.send(
-            wire.Ack(
-                token=verdict.token, accepted=verdict.accepted, reason=verdict.reason,
-                ref=message.id,
-            )
-        )  # fmt: skip
+        fields = {
+            "type": "ack", "token": verdict.token, "accepted": verdict.accepted,
+            "reason": verdict.reason, "ref": message.id,
+        }  # fmt: skip
+        self.send(unchecked(wire.Ack, fields, _ACK_GIVEN))  # one per result: not validated
 
     async def _register(self, message: wire.Register) -> None:
         if self.session is not None:

@@ -49,6 +49,14 @@ def test_an_unchecked_task_is_sent_again_as_the_validated_one_is() -> None:
     assert wire.encode_text(again) == wire.encode_text(validated.again())
 
 
+def test_an_unchecked_ack_equals_the_validated_one_and_encodes_to_the_same_bytes() -> None:
+    given = {"token": "0f1e2d3c4b5a6978@x1", "accepted": False, "reason": "duplicate", "ref": 7}
+    made = unchecked(wire.Ack, {"type": "ack", **given}, frozenset(given))
+    validated = wire.Ack(**given)
+    assert made == validated and made.model_fields_set == validated.model_fields_set
+    assert wire.encode_text(made) == wire.encode_text(validated)
+
+
 async def test_the_wait_answer_equals_its_validated_model_and_dumps_the_same(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
