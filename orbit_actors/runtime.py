@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
@@ -132,6 +132,8 @@ class _Parts:
     router: Router
     rerunner: Rerunner
     batches: Batches
+    wait_here: Callable[[str, float], Awaitable[ExecutionResult]]
+    """How the route of ``WaitCommand`` carries a wait out on this server."""
 
 
 @asynccontextmanager
@@ -332,6 +334,7 @@ def _wire(
     parts = _Parts(
         store, config, clock, instance_id, definitions, registry, supervisor, starter, waiters,
         pool, sessions, scheduler, metrics, load, membership, sharing, router, rerunner, batches,
+        wait,
     )  # fmt: skip
     return parts
 
@@ -423,6 +426,7 @@ class Runtime:
         self.membership = parts.membership
         self._forwarder = parts.membership.forwarder
         self._router = parts.router
+        self._wait_here = parts.wait_here
         self._rerunner = parts.rerunner
         self.batches = parts.batches
         self.upgrades = Upgrades(parts.store, parts.definitions)
@@ -574,7 +578,9 @@ class Runtime:
     async def wait(self, execution_id: str, timeout: float) -> ExecutionResult:
         """The summary with the output (or the error) once the execution has finished; raises
         WaitTimeoutError."""
-        return await self._router.wait(execution_id, timeout)
+        if self._forwarder is None:  # one server: the route's own wait, with no command made
+            return await self._wait_here(execution_id, timeout)
+        return await self._router.wait(execution_id, timeout)  # asked again if its answer is lost
 
     async def resume(self, execution_id: str) -> ExecutionDetail:
         """Respawn a quarantined execution from its history."""

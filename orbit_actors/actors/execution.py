@@ -51,6 +51,7 @@ from ..store.base import (
     Store,
 )
 from ..views import ExecutionDetail, describe, row_of
+from ..views.unchecked import unchecked
 from ..wire.messages import Task
 from . import commands as cmd
 from .clock import Clock
@@ -447,7 +448,7 @@ class ExecutionActor:
         claimed, charged = self._claim_free_workers(batch, now, claim_rated)
         rates = charges + charged
         pool = self.ports.pool
-        commit = Commit(self._row(state), batch, create=create, admit=admit, rates=rates)
+        commit = Commit(self._row(state), batch, False, create, admit, rates)  # positional: cheaper
         try:
             await self._commit(commit)
         except (StorageError, AlreadyStored, ConcurrencyFull, RateLimited) as exc:
@@ -463,9 +464,10 @@ class ExecutionActor:
             return await self._settle(
                 applied, reported, create=create, admit=admit, claim_rated=False
             )
-        now = self._now()
-        for task in claimed:
-            pool.push(task, now)
+        if claimed:
+            now = self._now()
+            for task in claimed:
+                pool.push(task, now)
         effects = effects_of(state, self.definition, batch)
         effects.cancel_tokens.pop(reported or "", None)
         await self._publish(effects)
@@ -652,15 +654,19 @@ class ExecutionActor:
         return (plan.step.workflow or "") if plan else ""
 
     def _task(self, found: TaskInvocation, token: str, deadline_ms: int | None) -> Task:
-        return Task(
-            token=token, execution_id=self.execution_id, workflow=self.state.workflow,
-            workflow_version=self.state.version, step_id=found.key, task_name=found.task_name,
-            contract_version=found.contract_version, input=found.input,
-            idempotency_key=found.idempotency_key, attempt=found.attempt,
-            redelivery=found.redelivery, deadline_ms=deadline_ms,
-            timeout_ms=found.timeout_ms,
-        )  # fmt: skip
+        state = self.state
+        return unchecked(Task, {
+            "type": "task", "token": token, "execution_id": state.execution_id,
+            "workflow": state.workflow, "workflow_version": state.version, "step_id": found.key,
+            "task_name": found.task_name, "contract_version": found.contract_version,
+            "input": found.input, "idempotency_key": found.idempotency_key,
+            "attempt": found.attempt, "redelivery": found.redelivery, "deadline_ms": deadline_ms,
+            "timeout_ms": found.timeout_ms, "resent": False,
+        }, _TASK_GIVEN)  # fmt: skip
 
+
+_TASK_GIVEN = frozenset(Task.model_fields) - {"type", "resent"}
+"""The fields a dispatch's ``Task`` names (the rest keep their defaults)."""
 
 _PASSIVATE = Command()
 """What :meth:`ExecutionActor._next` answers when the execution should leave memory."""

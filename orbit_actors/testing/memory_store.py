@@ -101,16 +101,19 @@ class MemoryStore(MemoryBatches):
             self._charge(commit)
         self._take_slot(commit)
         key = (row.execution_id, row.run)
-        events = [] if commit.rollover else self._history.get(key, [])
+        history = None if commit.rollover else self._history.get(key)
+        if history is None:
+            history = self._history[key] = []
         # Events are frozen and nothing writes into their payloads once committed, so the store
-        # keeps the very objects (a deep copy per commit was a quarter of bench/cpu.py's run).
-        self._history[key] = [*events, *commit.events]
-        last_seq = self._history[key][-1].seq if self._history[key] else 0
+        # keeps the very objects (a deep copy per commit was a quarter of bench/cpu.py's run);
+        # the list grows in place, since every read returns a copy of it.
+        history += commit.events
+        last_seq = history[-1].seq if history else 0
         if found is None:
             self._order += 1
-        order = found[0] if found else self._order
-        base = found[1] if found else row
-        self._executions[row.execution_id] = (order, _stored_row(base, row, last_seq))
+            self._executions[row.execution_id] = (self._order, _stored_row(row, row, last_seq))
+        else:
+            self._executions[row.execution_id] = (found[0], _stored_row(found[1], row, last_seq))
 
     def _admits(self, admission: Admission) -> bool:
         slots = self._slots.get(admission.key, {})
@@ -431,7 +434,17 @@ class MemoryStore(MemoryBatches):
 
 def _stored_row(base: ExecutionRow, row: ExecutionRow, last_seq: int) -> ExecutionRow:
     """The row a commit leaves: what it changes from ``row``, the rest kept from ``base`` (the
-    first row stored). Built directly: ``dataclasses.replace`` cost more than the commit."""
+    first row stored), or ``row`` itself when that changes nothing (the actor builds a fresh
+    row per commit and keeps none). Built directly: ``dataclasses.replace`` cost more than the
+    commit."""
+    if (
+        row.last_seq == last_seq
+        and row.workflow == base.workflow
+        and row.started_at_ms == base.started_at_ms
+        and row.parent_id == base.parent_id
+        and row.schedule_id == base.schedule_id
+    ):
+        return row
     return ExecutionRow(
         execution_id=base.execution_id, workflow=base.workflow, version=row.version,
         definition_hash=row.definition_hash, status=row.status, run=row.run,

@@ -93,3 +93,14 @@ async def test_what_only_the_awaiting_path_carries_is_left_to_it(
     assert not worker.connection.report_soon(_complete(task.token), lambda: None)
     await trio.lowlevel.checkpoint()
     assert not [m for m in worker.received if isinstance(m, wire.Ack)]
+
+
+async def test_a_due_sign_of_life_sends_one_result_the_awaiting_way_and_the_next_are_handed_on(
+    runtime: Runtime, autojump_clock: MockClock
+) -> None:
+    worker = FakeWorker(runtime, auto=False)
+    task = await _ready(runtime, worker)
+    autojump_clock.jump(1.5)  # the sign of life is due again
+    assert not worker.connection.report_soon(_complete(task.token), lambda: None)
+    # the awaiting path of the first writes it: a duplicate read in the same step is handed on
+    assert worker.connection.report_soon(_complete(task.token), lambda: None)
