@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import textwrap
 from collections.abc import Iterator
 
@@ -41,3 +42,24 @@ def postgres() -> Iterator[PostgresServer]:
         pytest.skip(f"no PostgreSQL to test on: {UNAVAILABLE[0]}")
     yield server
     server.stop()
+
+
+CLOCKS = ("autojump_clock", "mock_clock")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """pytest-trio runs a test under a MockClock only when the test itself names the clock
+    fixture: one that gets it through another fixture alone runs in real time (its
+    ``trio.sleep(60)`` takes a minute). Such tests stop the run at once, named."""
+    wrong = [
+        f"{item.nodeid} (add the argument `{clock}: MockClock`)"
+        for item in items
+        if isinstance(item, pytest.Function)
+        for clock in CLOCKS
+        if clock in item.fixturenames and clock not in inspect.signature(item.function).parameters
+    ]
+    if wrong:
+        raise pytest.UsageError(
+            "these tests get a MockClock only through a fixture, so they would run in real "
+            "time:\n  " + "\n  ".join(wrong)
+        )

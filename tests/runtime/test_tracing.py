@@ -67,7 +67,7 @@ async def run_to_end(runtime: Runtime, worker: FakeWorker, workflow: str, execut
 
 
 async def test_a_parent_and_its_children_share_one_trace_nested_under_the_parent_steps(
-    traced: Runtime, exporter: InMemorySpanExporter
+    traced: Runtime, exporter: InMemorySpanExporter, autojump_clock: MockClock
 ) -> None:
     assert await run_to_end(traced, FakeWorker(traced, "w1"), "parent", "order-7") == "completed"
     spans = by_name(exporter.get_finished_spans())
@@ -90,7 +90,7 @@ async def test_a_parent_and_its_children_share_one_trace_nested_under_the_parent
 
 
 async def test_each_attempt_has_its_own_span_and_a_failed_one_is_an_error(
-    traced: Runtime, exporter: InMemorySpanExporter
+    traced: Runtime, exporter: InMemorySpanExporter, autojump_clock: MockClock
 ) -> None:
     calls = 0
 
@@ -117,7 +117,7 @@ async def test_each_attempt_has_its_own_span_and_a_failed_one_is_an_error(
 
 
 async def test_nothing_is_exported_until_what_it_covers_has_ended(
-    traced: Runtime, exporter: InMemorySpanExporter
+    traced: Runtime, exporter: InMemorySpanExporter, autojump_clock: MockClock
 ) -> None:
     worker = FakeWorker(traced, "w1")
     async with trio.open_nursery() as nursery:

@@ -65,7 +65,7 @@ async def runtime(autojump_clock: trio.testing.MockClock) -> AsyncIterator[Runti
 
 
 async def test_a_worker_that_stops_reading_is_closed_with_1008_after_a_stalled_write(
-    runtime: Runtime,
+    runtime: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
     heartbeats = [json.dumps({"type": "heartbeat"})] * (MAX_OUTBOX * 2)
     worker = FakeSocket([register(1), *heartbeats])  # never reads
@@ -78,7 +78,7 @@ async def test_a_worker_that_stops_reading_is_closed_with_1008_after_a_stalled_w
 
 
 async def test_answers_wait_for_a_slow_reader_within_the_bound_and_reading_pauses(
-    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
 ) -> None:
     waiting: list[int] = []
     take = gateway._Outbox.take
@@ -104,7 +104,7 @@ async def test_answers_wait_for_a_slow_reader_within_the_bound_and_reading_pause
 
 
 async def test_a_worker_that_takes_its_whole_credit_at_once_is_not_closed(
-    runtime: Runtime,
+    runtime: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
     worker = FakeSocket([register(2000)])
     async with trio.open_nursery() as nursery:
