@@ -22,8 +22,15 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from ..history.events import Event
+from ..history.events import (
+    Event,
+    StepAttemptFailed,
+    StepDispatched,
+    StepSucceeded,
+    WorkflowCreated,
+)
 from ..history.state import ExecutionState
+from .commits import EventObserver
 
 _FINISHED = {
     "WorkflowCompleted": "completed",
@@ -94,6 +101,7 @@ class Latencies:
         self.bounds = tuple(bounds)
         self._le = [repr(float(bound)) for bound in bounds] + ["+Inf"]
         self.series: dict[tuple[str, ...], list[float]] = {}  # bucket counts, then the sum
+        self.children: dict[str, list[float]] = {}  # the series of one label value, bound
         if not self.labels:
             self._series(())
 
@@ -102,6 +110,13 @@ class Latencies:
         series = self.series.get(labels) or self._series(labels)
         series[bisect.bisect_left(self.bounds, seconds)] += 1
         series[-1] += seconds
+
+    def child(self, label: str) -> list[float]:
+        """The series of a histogram with one label, for ``label`` (see :func:`_observe`)."""
+        series = self.children.get(label)
+        if series is None:
+            series = self.children[label] = self.series.get((label,)) or self._series((label,))
+        return series
 
     def _series(self, labels: tuple[str, ...]) -> list[float]:
         series = self.series[labels] = [0.0] * (len(self.bounds) + 2)
@@ -146,61 +161,87 @@ class Metrics:
         ]  # fmt: skip
         self.registry.register(_Accumulated(accumulated))
         self.registry.register(_Gauges(snapshot))
+        self._commit_series = self.commit_seconds.series[()]
+        self._table = self.events()
+
+    def events(self) -> dict[str, EventObserver]:
+        """What each counted event type adds (a table for :func:`observe_commits`: the other
+        types cost one look-up)."""
+        return {
+            **{kind: _by_workflow(self.steps, outcome) for kind, outcome in _STEP_OUTCOMES.items()},
+            "StepSucceeded": self._closed("succeeded"),
+            "StepAttemptFailed": self._closed("attempt_failed"),
+            "StepDispatched": self._dispatched,
+            "WorkflowCreated": self._created,
+            **{kind: _by_workflow(self.finished, status) for kind, status in _FINISHED.items()},
+        }
+
+    def commit_took(self, state: ExecutionState, batch: list[Event], seconds: float) -> None:
+        """A batch became durable after ``seconds`` (a commit observer)."""
+        _observe(self._commit_series, seconds)
 
     def committed(self, state: ExecutionState, batch: list[Event], seconds: float) -> None:
-        """A batch became durable after ``seconds``: count it (a commit observer; the loop of
-        :meth:`observe`, inlined: it runs on every commit)."""
-        workflow = state.workflow
-        for event in batch:
-            count = _COUNTED.get(event.type)
-            if count is not None:
-                count(self, workflow, state, event)
-        self.commit_seconds.observe(seconds)
+        """Count a durable batch and its commit's ``seconds`` (a commit observer on its own)."""
+        self.observe(state, batch)
+        self.commit_took(state, batch, seconds)
 
     def observe(self, state: ExecutionState, batch: Iterable[Event]) -> None:
         """Count a durable batch of ``state``'s events."""
-        workflow = state.workflow
+        table = self._table
         for event in batch:
-            count = _COUNTED.get(event.type)  # one look-up per event (most count nothing)
+            count = table.get(event.type)
             if count is not None:
-                count(self, workflow, state, event)
+                count(state, event)
 
-    def _step_outcome(self, workflow: str, state: ExecutionState, event: Event) -> None:
-        kind = event.type
-        self.steps.inc(workflow, _STEP_OUTCOMES[kind])
-        if kind not in ("StepSucceeded", "StepAttemptFailed"):
-            return
-        unit = state.units.get(getattr(event, "step", ""))
-        if unit is not None and unit.dispatched_at_ms is not None:
-            took = max(0, event.timestamp_ms - unit.dispatched_at_ms) / 1000
-            self.start_to_close.observe(took, workflow)
+    def _closed(self, outcome: str) -> EventObserver:
+        """An attempt's outcome that ends its dispatch: counted, and its start to close timed."""
+        values, took = self.steps.values, self.start_to_close
 
-    def _dispatched(self, workflow: str, state: ExecutionState, event: Event) -> None:
-        unit = state.units.get(getattr(event, "step", ""))
+        def count(state: ExecutionState, event: StepSucceeded | StepAttemptFailed) -> None:
+            workflow = state.workflow
+            labels = (workflow, outcome)
+            values[labels] = values.get(labels, 0.0) + 1
+            unit = state.units.get(event.step)
+            if unit is not None and unit.dispatched_at_ms is not None:
+                ms = event.timestamp_ms - unit.dispatched_at_ms
+                series = took.children.get(workflow) or took.child(workflow)
+                _observe(series, ms / 1000 if ms > 0 else 0.0)
+
+        return count
+
+    def _dispatched(self, state: ExecutionState, event: StepDispatched) -> None:
+        unit = state.units.get(event.step)
         if unit is not None and unit.scheduled_at_ms:
-            waited = max(0, event.timestamp_ms - unit.scheduled_at_ms) / 1000
-            self.schedule_to_start.observe(waited, workflow)
+            ms = event.timestamp_ms - unit.scheduled_at_ms
+            waited = self.schedule_to_start
+            series = waited.children.get(state.workflow) or waited.child(state.workflow)
+            _observe(series, ms / 1000 if ms > 0 else 0.0)
 
-    def _created(self, workflow: str, state: ExecutionState, event: Event) -> None:
-        if getattr(event, "run", 1) == 1:
-            self.started.inc(workflow)
-
-    def _finished(self, workflow: str, state: ExecutionState, event: Event) -> None:
-        self.finished.inc(workflow, _FINISHED[event.type])
+    def _created(self, state: ExecutionState, event: WorkflowCreated) -> None:
+        if event.run == 1:
+            self.started.inc(state.workflow)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""
         return generate_latest(self.registry)
 
 
-_Count = Callable[[Metrics, str, ExecutionState, Event], None]
-_COUNTED: dict[str, _Count] = {
-    **dict.fromkeys(_STEP_OUTCOMES, Metrics._step_outcome),
-    "StepDispatched": Metrics._dispatched,
-    "WorkflowCreated": Metrics._created,
-    **dict.fromkeys(_FINISHED, Metrics._finished),
-}
-"""What each counted event type adds to the metrics (a table: the other types cost one look-up)."""
+def _by_workflow(counts: Counts, label: str) -> EventObserver:
+    """Add one to ``counts`` for the event's workflow and ``label``."""
+    values = counts.values
+
+    def count(state: ExecutionState, event: Event) -> None:
+        labels = (state.workflow, label)
+        values[labels] = values.get(labels, 0.0) + 1
+
+    return count
+
+
+def _observe(series: list[float], seconds: float) -> None:
+    """One observation into a series of one of these histograms (their buckets are
+    ``_LATENCY_BUCKETS``): a child bound once, no labels resolved per observation."""
+    series[bisect.bisect_left(_LATENCY_BUCKETS, seconds)] += 1
+    series[-1] += seconds
 
 
 class _Accumulated(Collector):
