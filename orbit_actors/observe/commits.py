@@ -27,15 +27,14 @@ def observe_commits(
     """One observer: each event goes to what ``tables`` file under its type (in the order of
     ``tables``), then the whole batch to each of ``batches`` in turn."""
     table = merge_tables(tables)
-    after = tuple(batches)
+    after = _batch_chain(batches)
 
     def committed(state: ExecutionState, events: list[Event], seconds: float) -> None:
         for event in events:
             observe = table.get(event.type)  # most events are observed by nothing
             if observe is not None:
                 observe(state, event)
-        for observer in after:
-            observer(state, events, seconds)
+        after(state, events, seconds)
 
     return committed
 
@@ -52,9 +51,28 @@ def merge_tables(tables: Iterable[Mapping[str, EventObserver]]) -> dict[str, Eve
 def _chain(observers: tuple[EventObserver, ...]) -> EventObserver:
     if len(observers) == 1:
         return observers[0]
+    if len(observers) == 2:  # metrics and the log: two calls, no loop
+        first, second = observers
 
-    def observe(state: ExecutionState, event: Event) -> None:
-        for each in observers:
-            each(state, event)
+        def both(state: ExecutionState, event: Event) -> None:
+            first(state, event)
+            second(state, event)
 
-    return observe
+        return both
+
+    def each(state: ExecutionState, event: Event) -> None:
+        for observe in observers:
+            observe(state, event)
+
+    return each
+
+
+def _batch_chain(observers: tuple[CommitObserver, ...]) -> CommitObserver:
+    if len(observers) == 1:  # the commit's duration, without traces
+        return observers[0]
+
+    def each(state: ExecutionState, events: list[Event], seconds: float) -> None:
+        for observe in observers:
+            observe(state, events, seconds)
+
+    return each
