@@ -40,7 +40,7 @@ from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
 from .mailbox import Reply
-from .observe.commits import CommitObserver, observe_commits
+from .observe.commits import observe_commits
 from .observe.event_log import LOGGED
 from .observe.metrics import Metrics, Snapshot
 from .store.base import DefinitionRecord, ExecutionPage, Store
@@ -254,10 +254,8 @@ def _wire(
     if cluster is not None:
         sessions.server_tag = cluster.server_id
     metrics = Metrics(lambda: _snapshot(parts))
-    observers: list[CommitObserver] = [metrics.commit_took]
-    if tracer is not None:
-        observers.append(tracer.committed)
-    committed = observe_commits([metrics.events(), LOGGED], *observers)
+    tables = [metrics.events(), LOGGED] + ([tracer.events()] if tracer is not None else [])
+    committed = observe_commits(tables, metrics.commit_took)
 
     def cancel_tokens(tokens: dict[str, str]) -> None:
         for token in tokens:

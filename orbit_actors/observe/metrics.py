@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -135,8 +135,8 @@ class Latencies:
 
 
 class Metrics:
-    """The runtime's metrics; :meth:`observe` after every durable batch, :meth:`render` to
-    scrape."""
+    """The runtime's metrics: :meth:`events` and :meth:`commit_took` observe every durable
+    batch (through :func:`observe_commits`), :meth:`render` to scrape."""
 
     def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
         self.registry = CollectorRegistry(auto_describe=False)  # everything is read at scrape
@@ -165,7 +165,6 @@ class Metrics:
         self.registry.register(_Accumulated(accumulated))
         self.registry.register(_Gauges(snapshot))
         self._commit_series = self.commit_seconds.series[()]
-        self._table = self.events()
 
     def events(self) -> dict[str, EventObserver]:
         """What each counted event type adds (a table for :func:`observe_commits`: the other
@@ -184,19 +183,6 @@ class Metrics:
         series = self._commit_series
         series[bisect_left(_BOUNDS, seconds)] += 1
         series[-1] += seconds
-
-    def committed(self, state: ExecutionState, batch: list[Event], seconds: float) -> None:
-        """Count a durable batch and its commit's ``seconds`` (a commit observer on its own)."""
-        self.observe(state, batch)
-        self.commit_took(state, batch, seconds)
-
-    def observe(self, state: ExecutionState, batch: Iterable[Event]) -> None:
-        """Count a durable batch of ``state``'s events."""
-        table = self._table
-        for event in batch:
-            count = table.get(event.type)
-            if count is not None:
-                count(state, event)
 
     def _closed(self, outcome: str) -> EventObserver:
         """An attempt's outcome that ends its dispatch: counted, and its start to close timed."""
