@@ -40,8 +40,8 @@ from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
 from .mailbox import Reply
-from .observe.commits import CommitObserver, observe_commits
-from .observe.event_log import log_committed
+from .observe.commits import observe_commits
+from .observe.event_log import LOGGED
 from .observe.metrics import Metrics, Snapshot
 from .store.base import DefinitionRecord, ExecutionPage, Store
 from .store.cluster import Cluster, ServerRecord, Takeover
@@ -254,9 +254,8 @@ def _wire(
     if cluster is not None:
         sessions.server_tag = cluster.server_id
     metrics = Metrics(lambda: _snapshot(parts))
-    observers: list[CommitObserver] = [metrics.committed, log_committed]
-    if tracer is not None:
-        observers.append(tracer.committed)
+    tables = [metrics.events(), LOGGED] + ([tracer.events()] if tracer is not None else [])
+    committed = observe_commits(tables, metrics.commit_took)
 
     def cancel_tokens(tokens: dict[str, str]) -> None:
         for token in tokens:
@@ -286,7 +285,7 @@ def _wire(
         terminate_child=lambda child_id, reason: router.tell(
             child_id, fw.TerminateCommand(reason=reason)
         ),
-        run_http=http.run, committed=observe_commits(*observers), finished=finished,
+        run_http=http.run, committed=committed, finished=finished,
         passivation=config.passivation,
     )  # fmt: skip
     supervisor = Supervisor(

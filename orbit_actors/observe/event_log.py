@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..history.events import Event
+from ..history.events import Event, WorkflowCreated
 from ..history.state import ExecutionState
+from .commits import EventObserver
 
 log = logging.getLogger("orbit.execution")
 
@@ -31,25 +32,40 @@ _STEPS = {
     "ExecutionPaused": (logging.INFO, "execution paused"),
     "ExecutionUnpaused": (logging.INFO, "execution unpaused"),
 }
-_LOGGED = {"WorkflowCreated": (logging.INFO, "execution started"), **_FINISHED, **_STEPS}
-"""Every event type that is logged, with its level and message."""
 
 
-def log_committed(state: ExecutionState, batch: list[Event], seconds: float) -> None:
-    """Log the significant events of a durable batch of ``state`` (a commit observer;
-    ``seconds``, what the commit took, is not logged)."""
-    for event in batch:
-        found = _LOGGED.get(event.type)  # most events of a batch are not logged: one look-up
-        if found is None or not log.isEnabledFor(found[0]):
-            continue
-        level, what = found
-        if event.type == "WorkflowCreated":
-            _emit(level, what, state, run=getattr(event, "run", 1))
-        elif event.type in _FINISHED:
+def _started(level: int, what: str) -> EventObserver:
+    def observe(state: ExecutionState, event: WorkflowCreated) -> None:
+        if log.isEnabledFor(level):
+            _emit(level, what, state, run=event.run)
+
+    return observe
+
+
+def _finished(level: int, what: str) -> EventObserver:
+    def observe(state: ExecutionState, event: Event) -> None:
+        if log.isEnabledFor(level):
             _emit(level, what, state, code=_code(event), run=state.run)
-        else:
+
+    return observe
+
+
+def _step(level: int, what: str) -> EventObserver:
+    def observe(state: ExecutionState, event: Event) -> None:
+        if log.isEnabledFor(level):
             _emit(level, what, state, step=getattr(event, "step", None),
                   attempt=getattr(event, "attempt", None), code=_code(event))  # fmt: skip
+
+    return observe
+
+
+LOGGED: dict[str, EventObserver] = {
+    "WorkflowCreated": _started(logging.INFO, "execution started"),
+    **{kind: _finished(level, what) for kind, (level, what) in _FINISHED.items()},
+    **{kind: _step(level, what) for kind, (level, what) in _STEPS.items()},
+}
+"""What each logged event type writes (a table the commit observer merges with the metrics': the
+level is checked per event, since logging may be configured after the runtime opens)."""
 
 
 def _code(event: Event) -> str | None:

@@ -8,9 +8,9 @@ statuses, outcomes, task names), never an execution id.
 
 from __future__ import annotations
 
-import bisect
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -22,8 +22,15 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from ..history.events import Event
+from ..history.events import (
+    Event,
+    StepAttemptFailed,
+    StepDispatched,
+    StepSucceeded,
+    WorkflowCreated,
+)
 from ..history.state import ExecutionState
+from .commits import EventObserver
 
 _FINISHED = {
     "WorkflowCompleted": "completed",
@@ -42,6 +49,9 @@ _STEP_OUTCOMES = {
 }
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
                     60, 300, 900, 3600)  # fmt: skip
+_BOUNDS = tuple(map(float, _LATENCY_BUCKETS))
+"""The buckets' upper bounds as floats: bisecting a float among ints compares slower. Every
+observation bisects these directly into a series bound once (a child of its histogram)."""
 
 
 @dataclass(frozen=True)
@@ -91,17 +101,25 @@ class Latencies:
         self, name: str, documentation: str, labels: Sequence[str], bounds: Sequence[float]
     ) -> None:
         self.name, self.documentation, self.labels = name, documentation, list(labels)
-        self.bounds = tuple(bounds)
+        self.bounds = tuple(map(float, bounds))  # a float bisects faster among floats
         self._le = [repr(float(bound)) for bound in bounds] + ["+Inf"]
         self.series: dict[tuple[str, ...], list[float]] = {}  # bucket counts, then the sum
+        self.children: dict[str, list[float]] = {}  # the series of one label value, bound
         if not self.labels:
             self._series(())
 
     def observe(self, seconds: float, *labels: str) -> None:
         """Count one observation of ``seconds`` for ``labels``."""
         series = self.series.get(labels) or self._series(labels)
-        series[bisect.bisect_left(self.bounds, seconds)] += 1
+        series[bisect_left(self.bounds, seconds)] += 1
         series[-1] += seconds
+
+    def child(self, label: str) -> list[float]:
+        """The series of a histogram with one label, for ``label`` (observed into directly)."""
+        series = self.children.get(label)
+        if series is None:
+            series = self.children[label] = self.series.get((label,)) or self._series((label,))
+        return series
 
     def _series(self, labels: tuple[str, ...]) -> list[float]:
         series = self.series[labels] = [0.0] * (len(self.bounds) + 2)
@@ -117,8 +135,8 @@ class Latencies:
 
 
 class Metrics:
-    """The runtime's metrics; :meth:`observe` after every durable batch, :meth:`render` to
-    scrape."""
+    """The runtime's metrics: :meth:`events` and :meth:`commit_took` observe every durable
+    batch (through :func:`observe_commits`), :meth:`render` to scrape."""
 
     def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
         self.registry = CollectorRegistry(auto_describe=False)  # everything is read at scrape
@@ -146,61 +164,72 @@ class Metrics:
         ]  # fmt: skip
         self.registry.register(_Accumulated(accumulated))
         self.registry.register(_Gauges(snapshot))
+        self._commit_series = self.commit_seconds.series[()]
 
-    def committed(self, state: ExecutionState, batch: list[Event], seconds: float) -> None:
-        """A batch became durable after ``seconds``: count it (a commit observer; the loop of
-        :meth:`observe`, inlined: it runs on every commit)."""
-        workflow = state.workflow
-        for event in batch:
-            count = _COUNTED.get(event.type)
-            if count is not None:
-                count(self, workflow, state, event)
-        self.commit_seconds.observe(seconds)
+    def events(self) -> dict[str, EventObserver]:
+        """What each counted event type adds (a table for :func:`observe_commits`: the other
+        types cost one look-up)."""
+        return {
+            **{kind: _by_workflow(self.steps, outcome) for kind, outcome in _STEP_OUTCOMES.items()},
+            "StepSucceeded": self._closed("succeeded"),
+            "StepAttemptFailed": self._closed("attempt_failed"),
+            "StepDispatched": self._dispatched,
+            "WorkflowCreated": self._created,
+            **{kind: _by_workflow(self.finished, status) for kind, status in _FINISHED.items()},
+        }
 
-    def observe(self, state: ExecutionState, batch: Iterable[Event]) -> None:
-        """Count a durable batch of ``state``'s events."""
-        workflow = state.workflow
-        for event in batch:
-            count = _COUNTED.get(event.type)  # one look-up per event (most count nothing)
-            if count is not None:
-                count(self, workflow, state, event)
+    def commit_took(self, state: ExecutionState, batch: list[Event], seconds: float) -> None:
+        """A batch became durable after ``seconds`` (a commit observer)."""
+        series = self._commit_series
+        series[bisect_left(_BOUNDS, seconds)] += 1
+        series[-1] += seconds
 
-    def _step_outcome(self, workflow: str, state: ExecutionState, event: Event) -> None:
-        kind = event.type
-        self.steps.inc(workflow, _STEP_OUTCOMES[kind])
-        if kind not in ("StepSucceeded", "StepAttemptFailed"):
-            return
-        unit = state.units.get(getattr(event, "step", ""))
-        if unit is not None and unit.dispatched_at_ms is not None:
-            took = max(0, event.timestamp_ms - unit.dispatched_at_ms) / 1000
-            self.start_to_close.observe(took, workflow)
+    def _closed(self, outcome: str) -> EventObserver:
+        """An attempt's outcome that ends its dispatch: counted, and its start to close timed."""
+        values, took = self.steps.values, self.start_to_close
 
-    def _dispatched(self, workflow: str, state: ExecutionState, event: Event) -> None:
-        unit = state.units.get(getattr(event, "step", ""))
+        def count(state: ExecutionState, event: StepSucceeded | StepAttemptFailed) -> None:
+            workflow = state.workflow
+            labels = (workflow, outcome)
+            values[labels] = values.get(labels, 0.0) + 1
+            unit = state.units.get(event.step)
+            if unit is not None and unit.dispatched_at_ms is not None:
+                ms = event.timestamp_ms - unit.dispatched_at_ms
+                seconds = ms / 1000 if ms > 0 else 0.0
+                series = took.children.get(workflow) or took.child(workflow)
+                series[bisect_left(_BOUNDS, seconds)] += 1  # inlined: a call costs as much
+                series[-1] += seconds
+
+        return count
+
+    def _dispatched(self, state: ExecutionState, event: StepDispatched) -> None:
+        unit = state.units.get(event.step)
         if unit is not None and unit.scheduled_at_ms:
-            waited = max(0, event.timestamp_ms - unit.scheduled_at_ms) / 1000
-            self.schedule_to_start.observe(waited, workflow)
+            ms = event.timestamp_ms - unit.scheduled_at_ms
+            waited = self.schedule_to_start
+            seconds = ms / 1000 if ms > 0 else 0.0
+            series = waited.children.get(state.workflow) or waited.child(state.workflow)
+            series[bisect_left(_BOUNDS, seconds)] += 1
+            series[-1] += seconds
 
-    def _created(self, workflow: str, state: ExecutionState, event: Event) -> None:
-        if getattr(event, "run", 1) == 1:
-            self.started.inc(workflow)
-
-    def _finished(self, workflow: str, state: ExecutionState, event: Event) -> None:
-        self.finished.inc(workflow, _FINISHED[event.type])
+    def _created(self, state: ExecutionState, event: WorkflowCreated) -> None:
+        if event.run == 1:
+            self.started.inc(state.workflow)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""
         return generate_latest(self.registry)
 
 
-_Count = Callable[[Metrics, str, ExecutionState, Event], None]
-_COUNTED: dict[str, _Count] = {
-    **dict.fromkeys(_STEP_OUTCOMES, Metrics._step_outcome),
-    "StepDispatched": Metrics._dispatched,
-    "WorkflowCreated": Metrics._created,
-    **dict.fromkeys(_FINISHED, Metrics._finished),
-}
-"""What each counted event type adds to the metrics (a table: the other types cost one look-up)."""
+def _by_workflow(counts: Counts, label: str) -> EventObserver:
+    """Add one to ``counts`` for the event's workflow and ``label``."""
+    values = counts.values
+
+    def count(state: ExecutionState, event: Event) -> None:
+        labels = (state.workflow, label)
+        values[labels] = values.get(labels, 0.0) + 1
+
+    return count
 
 
 class _Accumulated(Collector):

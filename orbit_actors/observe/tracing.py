@@ -30,6 +30,7 @@ from .._version import __version__
 from ..history import events as ev
 from ..history.events import Event
 from ..history.state import ExecutionState
+from .commits import EventObserver
 
 _RUN_ENDS = (ev.WorkflowCompleted, ev.WorkflowFailed, ev.WorkflowCancelled, ev.WorkflowTimedOut,
              ev.WorkflowTerminated, ev.WorkflowContinuedAsNew)  # fmt: skip
@@ -77,7 +78,7 @@ def _ns(ms: int) -> int:
 
 
 class Tracer:
-    """Turns durable batches into finished spans; feed it with :meth:`committed`."""
+    """Turns durable batches into finished spans; feed it through its :meth:`events` table."""
 
     def __init__(self, sink: SpanSink, service_name: str = "orbit") -> None:
         self._sink = sink
@@ -91,23 +92,26 @@ class Tracer:
         if state.parent is not None:
             self._parents[state.execution_id] = state.parent.execution_id
 
-    def committed(self, state: ExecutionState, events: list[Event], seconds: float = 0.0) -> None:
-        """Make the spans that ``events`` (now durable) finish (a commit observer)."""
-        for event in events:
-            if isinstance(event, ev.WorkflowCreated):
-                self.recovered(state)
-            elif isinstance(event, ev.StepScheduled):
-                self._start_attempt(state, event)
-            elif isinstance(event, ev.StepSucceeded | ev.StepAttemptFailed | ev.StepCancelled):
-                self._end_attempt(state, event)
-            elif isinstance(event, _RUN_ENDS):
-                self._end_run(state, event)
+    def events(self) -> dict[str, EventObserver]:
+        """What each event type that starts or ends a span does (a table for
+        :func:`observe_commits`)."""
+        return {
+            "WorkflowCreated": self._created,
+            "StepScheduled": self._start_attempt,
+            **dict.fromkeys(
+                ("StepSucceeded", "StepAttemptFailed", "StepCancelled"), self._end_attempt
+            ),
+            **{kind.__name__: self._end_run for kind in _RUN_ENDS},
+        }
 
     def shutdown(self) -> None:
         """Export what is buffered and stop."""
         self._sink.shutdown()
 
     # -- spans -------------------------------------------------------------------------------
+    def _created(self, state: ExecutionState, event: ev.WorkflowCreated) -> None:
+        self.recovered(state)
+
     def _top_level(self, execution_id: str) -> str:
         while True:
             parent = self._parents.get(execution_id) or self._ended.get(execution_id)

@@ -53,3 +53,13 @@ def test_counters_are_exposed_with_total_by_label_values() -> None:
     found = exposed(counts)
     assert found[("finished_total", (("status", "completed"), ("workflow", "w")))] == 2
     assert found[("finished_total", (("status", "failed"), ("workflow", "w")))] == 1
+
+
+def test_a_bound_child_is_the_series_its_label_observes_into() -> None:
+    latencies = Latencies("took_seconds", "How long.", ["workflow"], [0.1, 1.0])
+    latencies.observe(0.5, "w")
+    child = latencies.child("w")
+    child[1] += 1  # what an observation of 0.5 through the child adds
+    child[-1] += 0.5
+    assert latencies.child("w") is child
+    assert exposed(latencies)[("took_seconds_count", (("workflow", "w"),))] == 2
