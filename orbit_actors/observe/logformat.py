@@ -52,7 +52,13 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(level: str = "info", log_format: str = "text") -> None:
-    """Send every record of ``level`` and above to stderr in ``log_format`` (text or json)."""
+    """Send every record of ``level`` and above to stderr in ``log_format`` (text or json).
+
+    Neither format prints where a record was made, nor its thread or process, so a record does
+    not look them up (the logging documentation's "Optimization"): the caller's frame walk was
+    most of the ~25 µs that the two lines of an execution cost the server at info level."""
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else HumanFormatter())
     root = logging.getLogger()
