@@ -5,8 +5,8 @@ the edge: what this module makes is an instance of one, which the gateway or the
 the very bytes a validated one gives (``tests/runtime/test_unchecked.py`` compares them). Only
 the check is left out, for models whose every field comes from Orbit's own typed state and that
 are made once or more per execution: a validated ``Task`` (one per dispatch) cost ~25,000
-instructions, made here ~15,000; the ``wait`` answer 29,000 against 14,000. (A model of a few
-fields, an ``ack``, costs about the same either way, and is left to pydantic.)
+instructions, made here ~15,000; the ``wait`` answer 29,000 against 14,000; an ``ack`` (one per
+result) 13,000 against 9,300.
 """
 
 from __future__ import annotations

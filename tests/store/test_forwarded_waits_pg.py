@@ -6,6 +6,8 @@ answer, within the wait's time, and not OWNER_UNAVAILABLE or STORAGE_ERROR."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -37,6 +39,16 @@ def cluster_of(runtime: Runtime) -> PostgresCluster:
     return cluster
 
 
+@asynccontextmanager
+async def owner_and_other(database: str) -> AsyncIterator[tuple[Runtime, Runtime]]:
+    """Server ``a``, owning the waiting execution ``e1``, and a quick server ``b``."""
+    async with server(database, "a") as a:
+        await a.register_definition(APPROVAL)
+        await a.start("approval", execution_id="e1")
+        async with quick_server(database, "b") as b:
+            yield a, b
+
+
 async def approved_while_waiting(owner: Runtime, other: Runtime) -> tuple[str, float]:
     """``other`` waits for ``e1`` (forwarded to ``owner``), which is approved meanwhile: the
     status the wait answered and how long it took."""
@@ -55,23 +67,20 @@ async def owner_approves_soon(owner: Runtime) -> None:
 async def test_a_forwarded_wait_whose_answer_the_owner_could_not_write_gets_the_result(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with server(database, "a") as a:
-        await a.register_definition(APPROVAL)
-        await a.start("approval", execution_id="e1")
-        async with quick_server(database, "b") as b:
-            cluster_a = cluster_of(a)
-            answer = cluster_a.answer
-            failed: list[str] = []
+    async with owner_and_other(database) as (a, b):
+        cluster_a = cluster_of(a)
+        answer = cluster_a.answer
+        failed: list[str] = []
 
-            async def failing_once(message: Message, reply: str) -> None:
-                command = Envelope.model_validate_json(message.body).command
-                if isinstance(command, WaitCommand) and not failed:
-                    failed.append(message.message_id)  # the database failing over
-                    raise StorageError("could not write to the database: cannot connect")
-                await answer(message, reply)
+        async def failing_once(message: Message, reply: str) -> None:
+            command = Envelope.model_validate_json(message.body).command
+            if isinstance(command, WaitCommand) and not failed:
+                failed.append(message.message_id)  # the database failing over
+                raise StorageError("could not write to the database: cannot connect")
+            await answer(message, reply)
 
-            monkeypatch.setattr(cluster_a, "answer", failing_once)
-            status, took = await approved_while_waiting(a, b)
+        monkeypatch.setattr(cluster_a, "answer", failing_once)
+        status, took = await approved_while_waiting(a, b)
     assert failed and status == "completed"
     assert took < WAIT_S
 
@@ -79,22 +88,19 @@ async def test_a_forwarded_wait_whose_answer_the_owner_could_not_write_gets_the_
 async def test_a_forwarded_wait_whose_answer_could_not_be_read_is_asked_again(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with server(database, "a") as a:
-        await a.register_definition(APPROVAL)
-        await a.start("approval", execution_id="e1")
-        async with quick_server(database, "b") as b:
-            cluster_b = cluster_of(b)
-            collect = cluster_b.collect
-            failed: list[str] = []
+    async with owner_and_other(database) as (a, b):
+        cluster_b = cluster_of(b)
+        collect = cluster_b.collect
+        failed: list[str] = []
 
-            async def failing_once(message_id: str) -> Any:
-                if not failed:  # the owner answered; the database went away
-                    failed.append(message_id)
-                    raise StorageError("could not read the database: cannot connect")
-                return await collect(message_id)
+        async def failing_once(message_id: str) -> Any:
+            if not failed:  # the owner answered; the database went away
+                failed.append(message_id)
+                raise StorageError("could not read the database: cannot connect")
+            return await collect(message_id)
 
-            monkeypatch.setattr(cluster_b, "collect", failing_once)
-            status, took = await approved_while_waiting(a, b)
+        monkeypatch.setattr(cluster_b, "collect", failing_once)
+        status, took = await approved_while_waiting(a, b)
     assert failed and status == "completed"
     assert took < WAIT_S
 
