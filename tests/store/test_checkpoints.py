@@ -14,7 +14,7 @@ from pathlib import Path
 import trio
 
 from orbit_actors.store import open_sqlite_store
-from orbit_actors.store.sqlite.checkpoints import Checkpointer
+from orbit_actors.store.sqlite.checkpoints import CHECKPOINT_ROWS, Checkpointer
 from orbit_actors.store.sqlite.commits import CommitBatcher
 from orbit_actors.store.sqlite.schema import connect, prepare
 from orbit_actors.store.sqlite.writer import GroupWriter
@@ -24,10 +24,15 @@ from .helpers import commit
 NEVER = 10**9
 
 
-def _writer(path: Path, every_rows: int, bound: int) -> tuple[GroupWriter, Checkpointer]:
-    """The store's writer and checkpointer, with the checkpointer's thresholds given."""
+def _writer(
+    path: Path, every_rows: int, bound: int, backstop: int = 0
+) -> tuple[GroupWriter, Checkpointer]:
+    """The store's writer and checkpointer, with the checkpointer's thresholds given (and no
+    backstop unless given)."""
     prepare(path, "full")
-    checkpointer = Checkpointer(lambda: connect(path, "full", writer=False), every_rows, bound)
+    checkpointer = Checkpointer(
+        lambda: connect(path, "full", writer=False), every_rows, bound, backstop=backstop
+    )
     writer = GroupWriter(
         lambda: connect(path, "full", writer=True), str(path), 10_000, CommitBatcher(), checkpointer
     )
@@ -125,3 +130,26 @@ async def test_the_checkpointer_stops_with_the_store(tmp_path: Path) -> None:
     left = [t for t in set(threading.enumerate()) - before if t.name == "orbit-store-checkpointer"]
     assert left == []
     assert not Path(f"{path}-wal").exists()  # every connection closed; the last removed the WAL
+
+
+async def test_the_wal_stays_bounded_when_few_rows_write_many_pages(tmp_path: Path) -> None:
+    # the checkpointer is woken by rows; a row of a 2 MiB payload (or a reclaim, which moves
+    # pages and changes no row) writes hundreds of pages: the writer's connection checkpoints
+    # itself once the WAL is far past its bound, as SQLite's automatic checkpoint did at 1,000
+    path = tmp_path / "o.db"
+    writer, checkpointer = _writer(path, every_rows=CHECKPOINT_ROWS, bound=100, backstop=400)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE blobs (b BLOB)")
+    await trio.to_thread.run_sync(checkpointer.start)
+    await writer.start()
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO blobs VALUES (?)", (b"x" * 64_000,))  # 16 pages, one row
+
+    largest = 0
+    for _ in range(150):  # 2,400 pages in fewer rows than wake the checkpointer
+        await writer.write(write)
+        largest = max(largest, _wal_frames(path))
+    await writer.stop()
+    await trio.to_thread.run_sync(checkpointer.stop)
+    assert largest <= 4 * 100 + 2 * 16 + 8  # its backstop, a commit's pages, and a few more

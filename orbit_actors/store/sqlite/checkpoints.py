@@ -30,6 +30,13 @@ transaction starts the WAL from its beginning). The wait for readers is cut at
 Meanwhile the checkpointer does nothing, so the two never wait for each other. The bound is
 SQLite's own automatic checkpoint's, so the WAL file reaches the size it did before (an fsync of
 a WAL that grows writes the file's new size too, and costs twice one that overwrites).
+
+**The backstop.** Rows stand for pages only roughly: a row of a 2 MiB payload writes 500 pages,
+a reclaim (``incremental_vacuum``) moves pages and changes no row, and a checkpointer that
+fails (an I/O error) or died finds nothing at all. So the writer's connection keeps SQLite's
+automatic checkpoint at :data:`WAL_BACKSTOP` frames, four times the bound, which the scheme
+above never lets the WAL reach: past it, each commit runs a PASSIVE checkpoint inside itself
+(as SQLite did at 1,000 before), and the WAL stays bounded whatever wakes or fails.
 """
 
 from __future__ import annotations
@@ -54,6 +61,9 @@ CHASES = 8
 """Rounds after commits the checkpointer tries, per start of the WAL, to let it start again."""
 PASSES = 4
 """Checkpoints in a row while the writer adds frames behind them (each pass copies fewer)."""
+WAL_BACKSTOP = 4 * WAL_BOUND
+"""WAL frames from which the writer's commits checkpoint themselves (SQLite's automatic
+checkpoint, ``wal_autocheckpoint``), whatever the checkpointer does; 0: never."""
 RESTART_WAIT_MS = 20
 """How long the writer's own checkpoint waits for readers of old frames."""
 
@@ -79,12 +89,14 @@ class Checkpointer:
         every_rows: int = CHECKPOINT_ROWS,
         bound: int = WAL_BOUND,
         chase: int = CHASE_FRAMES,
+        backstop: int = WAL_BACKSTOP,
     ) -> None:
         self._connect = connect
         self._conn: sqlite3.Connection | None = None
         self._every = every_rows
         self._bound = bound
         self._chase = chase
+        self.backstop = backstop  # the writer's wal_autocheckpoint
         self._chasing = False  # woken after every commit until the WAL starts again
         self._chases_left = CHASES
         self._due_at = every_rows  # the writer's total_changes that wakes the next checkpoint

@@ -8,9 +8,10 @@ full-disk error each later batch first tries a truncating checkpoint (``wal_chec
 which copies the WAL into the database and gives its space back); once space was freed that
 succeeds and the WAL starts again from nothing. No restart is needed.
 
-With a :class:`~.checkpoints.Checkpointer`, the writer's connection never checkpoints inside a
-commit (``wal_autocheckpoint = 0``): it tells the checkpointer how many rows it committed, and
-checkpoints itself only when the checkpointer asks (the WAL reached its bound).
+With a :class:`~.checkpoints.Checkpointer`, the writer's connection does not checkpoint inside a
+commit below the checkpointer's backstop (``wal_autocheckpoint``, four times the bound): it tells
+the checkpointer how many rows it committed, and checkpoints itself when the checkpointer asks
+(the WAL reached its bound).
 
 A transaction nobody waits for (``begin(conn, durable=False)``, see :mod:`..group`) is committed
 under ``synchronous = NORMAL``: its frames reach the WAL without an fsync of their own, and the
@@ -54,10 +55,11 @@ class SqliteEngine:
         self._lowered = False  # this transaction runs under synchronous = NORMAL
 
     def connect(self) -> sqlite3.Connection:
-        """The writing connection (checkpointing only when asked, given a checkpointer)."""
+        """The writing connection (given a checkpointer, checkpointing when asked, or inside a
+        commit past its backstop)."""
         conn = self._connect()
         if self._checkpointer is not None:
-            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {self._checkpointer.backstop}")
         self._synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
         return conn
 
