@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -134,3 +135,39 @@ def test_a_sign_of_life_before_an_acknowledged_commit_survives_sigkill(tmp_path:
         ((last_seen,),) = conn.execute("SELECT last_seen_ms FROM workers").fetchall()
         conn.close()
         assert last_seen >= acknowledged
+
+
+class _BeginFailsOnce(sqlite3.Connection):
+    """A connection whose first ``BEGIN IMMEDIATE`` fails (an I/O error, say)."""
+
+    failed = False
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "BEGIN IMMEDIATE" and not self.failed:
+            self.failed = True
+            raise sqlite3.OperationalError("disk I/O error")
+        return super().execute(sql, *args)
+
+
+async def test_a_write_after_a_failed_begin_of_one_nobody_waits_for_is_durable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "w.db"
+    sqlite3.connect(path).execute("CREATE TABLE t (x INTEGER)").connection.commit()
+
+    def failing() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None, factory=_BeginFailsOnce)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
+    writer = GroupWriter(failing, str(path))
+    await writer.start()
+    writer.write_nowait(lambda conn: None, "a note")  # lowered to NORMAL, then BEGIN fails
+    with trio.fail_after(10):
+        while "could not write a note" not in caplog.text:
+            await trio.sleep(0.01)
+    seen: list[int] = []
+    await writer.write(_synchronous(seen))
+    await writer.stop()
+    assert seen == [2]  # FULL: the next acknowledged commit waits for the disk

@@ -77,7 +77,12 @@ class SqliteEngine:
         if not durable and self._synchronous > 1:
             conn.execute("PRAGMA synchronous = NORMAL")
             self._lowered = True
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except BaseException:  # no transaction to roll back: the next must not run lowered
+            if self._lowered:
+                self._restore(conn)
+            raise
 
     def commit(self, conn: sqlite3.Connection) -> None:
         """Commit (durable once this returns, unless begun with ``durable=False``)."""
