@@ -11,6 +11,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+import pytest
 import trio
 
 from orbit_actors.store import open_sqlite_store
@@ -153,3 +154,18 @@ async def test_the_wal_stays_bounded_when_few_rows_write_many_pages(tmp_path: Pa
     await writer.stop()
     await trio.to_thread.run_sync(checkpointer.stop)
     assert largest <= 4 * 100 + 2 * 16 + 8  # its backstop, a commit's pages, and a few more
+
+
+async def test_the_checkpointer_stops_when_the_writer_cannot_be_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_writer(*args: object) -> GroupWriter:
+        raise OSError(24, "Too many open files")  # its wake-up socket pair, say
+
+    monkeypatch.setattr("orbit_actors.store.sqlite.store.GroupWriter", no_writer)
+    before = set(threading.enumerate())
+    with pytest.raises(OSError, match="Too many open files"):
+        async with open_sqlite_store(tmp_path / "o.db"):
+            pass
+    left = [t for t in set(threading.enumerate()) - before if t.name == "orbit-store-checkpointer"]
+    assert left == []

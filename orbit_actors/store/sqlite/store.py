@@ -50,14 +50,14 @@ async def _opened(
     await trio.to_thread.run_sync(prepare, path, synchronous)
     checkpointer = Checkpointer(lambda: connect(path, synchronous, writer=False))
     await trio.to_thread.run_sync(checkpointer.start)
-    writer = GroupWriter(
-        lambda: connect(path, synchronous, writer=True),
-        str(path),
-        10_000 if group_commit else 1,
-        CommitBatcher(),
-        checkpointer,
-    )
-    try:
+    try:  # (making the writer may fail too: its wake-up sockets)
+        writer = GroupWriter(
+            lambda: connect(path, synchronous, writer=True),
+            str(path),
+            10_000 if group_commit else 1,
+            CommitBatcher(),
+            checkpointer,
+        )
         await writer.start()
     except BaseException:
         with trio.CancelScope(shield=True):
