@@ -4,6 +4,7 @@ step's span, nothing exported before it has ended, and the same ids after a rest
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -152,3 +153,35 @@ async def test_a_run_recovered_by_another_runtime_ends_with_the_same_ids_and_sta
     assert run.context.trace_id == trace_id_of("w-2")
     assert run.context.span_id == execution_span_id("w-2", 1)
     assert started is not None and run.start_time == started * 1_000_000
+
+
+async def test_the_metrics_and_the_log_see_each_event_once_beside_the_traces(
+    traced: Runtime,
+    exporter: InMemorySpanExporter,
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # three observers of StepAttemptFailed, StepSucceeded, WorkflowCreated and
+    # WorkflowCompleted; the log's level is set after the runtime opened
+    calls = 0
+
+    async def fails_once(task: wire.Task) -> object:
+        nonlocal calls
+        calls += 1
+        if calls < 2:
+            raise TaskFailure("FLAKY", "not yet")
+        return {"ok": True}
+
+    with caplog.at_level(logging.INFO, logger="orbit.execution"):
+        assert await run_to_end(traced, FakeWorker(traced, "w1", handler=fails_once), "flaky",
+                                "f-2") == "completed"  # fmt: skip
+    metrics = traced.metrics
+    assert metrics.steps.values == {("flaky", "attempt_failed"): 1, ("flaky", "succeeded"): 1}
+    assert metrics.started.values == {("flaky",): 1}
+    assert metrics.finished.values == {("flaky", "completed"): 1}
+    assert sum(metrics.start_to_close.series[("flaky",)][:-1]) == 2
+    logged = [r.getMessage() for r in caplog.records if r.name == "orbit.execution"]
+    assert logged == ["execution started", "attempt failed", "execution completed"]
+    assert sorted(s.name for s in exporter.get_finished_spans()) == [
+        "step a", "step a", "workflow flaky",
+    ]  # fmt: skip
