@@ -8,8 +8,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -169,3 +171,45 @@ async def test_the_checkpointer_stops_when_the_writer_cannot_be_made(
             pass
     left = [t for t in set(threading.enumerate()) - before if t.name == "orbit-store-checkpointer"]
     assert left == []
+
+
+class _CheckpointsFail(sqlite3.Connection):
+    """A connection whose checkpoints fail once ``failing`` is set (an I/O error, say)."""
+
+    failing = False
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if self.failing and sql.startswith("PRAGMA wal_checkpoint"):
+            raise sqlite3.OperationalError("disk I/O error")
+        return super().execute(sql, *args)
+
+
+def test_a_failing_checkpoint_is_not_tried_again_after_every_commit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "o.db"
+    prepare(path, "full")
+    conn = sqlite3.connect(path, factory=_CheckpointsFail, check_same_thread=False)
+    checkpointer = Checkpointer(lambda: conn, every_rows=100, chase=0)  # chasing from the start
+    checkpointer.start()
+    checkpointer.committed(100)
+    _wait_for(lambda: checkpointer.stats.checkpoints == 1)
+    conn.failing = True
+    for changes in range(101, 111):  # ten commits of one row each
+        _commit_and_wait_a_moment(checkpointer, changes)
+    checkpointer.stop()
+    failed = [r for r in caplog.records if "a checkpoint of the WAL failed" in r.getMessage()]
+    assert len(failed) == 1  # the next try comes after the next hundred rows
+
+
+def _commit_and_wait_a_moment(checkpointer: Checkpointer, changes: int) -> None:
+    """Tell the checkpointer of a commit; give a checkpoint it wakes for a moment to begin."""
+    began = checkpointer.stats.checkpoints
+    checkpointer.committed(changes)
+    _wait_for(lambda: checkpointer.stats.checkpoints > began, seconds=0.2)
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)

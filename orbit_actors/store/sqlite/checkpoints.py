@@ -158,6 +158,7 @@ class Checkpointer:
             frames = self._passes(conn)
         except sqlite3.Error as exc:  # a full disk, say: the next one tries again
             log.warning("a checkpoint of the WAL failed: %s", exc)
+            self._chasing = False  # (not after every commit: a warning for each)
             return
         stats.largest_wal = max(stats.largest_wal, frames)
         self._chase_or_not(frames)
