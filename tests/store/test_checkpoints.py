@@ -1,7 +1,8 @@
 """Checkpoints off the commit path (store/sqlite/checkpoints.py): a commit never checkpoints the
-WAL itself, the checkpointer does on its own thread, the WAL stays bounded under a steady stream
-of commits, the writer's own checkpoint at the bound waits only a moment for an old reader, and
-the checkpointer stops with the store."""
+WAL itself (below the backstop), the checkpointer does on its own thread, the WAL stays bounded
+under a steady stream of commits and when few rows write many pages, the writer's own checkpoint
+at the bound waits only a moment for an old reader, a failing checkpoint is not tried after every
+commit, and the checkpointer stops with the store, or when the writer cannot be made."""
 
 from __future__ import annotations
 
