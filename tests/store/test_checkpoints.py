@@ -18,7 +18,12 @@ import pytest
 import trio
 
 from orbit_actors.store import open_sqlite_store
-from orbit_actors.store.sqlite.checkpoints import CHECKPOINT_ROWS, Checkpointer
+from orbit_actors.store.sqlite.checkpoints import (
+    CHECKPOINT_ROWS,
+    WAL_BACKSTOP,
+    Checkpointer,
+    wal_reset_fixed,
+)
 from orbit_actors.store.sqlite.commits import CommitBatcher
 from orbit_actors.store.sqlite.schema import connect, prepare
 from orbit_actors.store.sqlite.writer import GroupWriter
@@ -26,6 +31,12 @@ from orbit_actors.store.sqlite.writer import GroupWriter
 from .helpers import commit
 
 NEVER = 10**9
+
+
+@pytest.fixture
+def fixed_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store sees a SQLite without the WAL-reset bug (3.51.3), whichever is linked."""
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 51, 3))
 
 
 def _writer(
@@ -122,7 +133,7 @@ async def test_the_writers_own_checkpoint_waits_only_a_moment_for_an_old_reader(
     assert not checkpointer.restart_due and checkpointer.stats.restarts == 1
 
 
-async def test_the_checkpointer_stops_with_the_store(tmp_path: Path) -> None:
+async def test_the_checkpointer_stops_with_the_store(tmp_path: Path, fixed_sqlite: None) -> None:
     path = tmp_path / "o.db"
     before = set(threading.enumerate())
     async with open_sqlite_store(path) as store:
@@ -160,7 +171,7 @@ async def test_the_wal_stays_bounded_when_few_rows_write_many_pages(tmp_path: Pa
 
 
 async def test_the_checkpointer_stops_when_the_writer_cannot_be_made(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixed_sqlite: None
 ) -> None:
     def no_writer(*args: object) -> GroupWriter:
         raise OSError(24, "Too many open files")  # its wake-up socket pair, say
@@ -214,3 +225,34 @@ def _wait_for(condition: Callable[[], bool], seconds: float = 10) -> None:
     deadline = time.monotonic() + seconds
     while not condition() and time.monotonic() < deadline:
         time.sleep(0.005)
+
+
+def test_the_wal_reset_bug_is_fixed_from_3_51_3_and_in_its_backports() -> None:
+    fixed = [(3, 51, 3), (3, 52, 0), (4, 0, 0), (3, 50, 7), (3, 50, 9), (3, 44, 6)]
+    affected = [(3, 40, 1), (3, 44, 5), (3, 45, 0), (3, 50, 6), (3, 51, 0), (3, 51, 2)]
+    assert [wal_reset_fixed(v) for v in fixed] == [True] * len(fixed)
+    assert [wal_reset_fixed(v) for v in affected] == [False] * len(affected)
+
+
+async def _writers_autocheckpoint_and_checkpointers(path: Path) -> tuple[int, int]:
+    async with open_sqlite_store(path) as store:
+        frames = await store._writer.write(
+            lambda conn: conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        )
+        threads = [t for t in threading.enumerate() if t.name == "orbit-store-checkpointer"]
+    return frames, len(threads)
+
+
+async def test_with_the_wal_reset_bug_only_the_writers_connection_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two connections that checkpoint or write the same WAL at once can lose commits
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 40, 1))
+    assert await _writers_autocheckpoint_and_checkpointers(tmp_path / "o.db") == (1000, 0)
+
+
+async def test_without_the_wal_reset_bug_the_checkpointer_runs_beside_the_writer(
+    tmp_path: Path, fixed_sqlite: None
+) -> None:
+    found = await _writers_autocheckpoint_and_checkpointers(tmp_path / "o.db")
+    assert found == (WAL_BACKSTOP, 1)

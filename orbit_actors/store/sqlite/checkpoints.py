@@ -37,6 +37,15 @@ fails (an I/O error) or died finds nothing at all. So the writer's connection ke
 automatic checkpoint at :data:`WAL_BACKSTOP` frames, four times the bound, which the scheme
 above never lets the WAL reach: past it, each commit runs a PASSIVE checkpoint inside itself
 (as SQLite did at 1,000 before), and the WAL stays bounded whatever wakes or fails.
+
+**The WAL-reset bug.** SQLite 3.7.0 to 3.51.2 has a race that can lose committed transactions
+or corrupt the file when two connections write or checkpoint the same WAL at once: a checkpoint
+that starts just after another completed misses the WAL being started again by a commit of
+another connection (https://sqlite.org/wal.html#walresetbug; fixed in 3.51.3, backported to
+3.44.6 and 3.50.7). A checkpointer beside the writer is exactly that, and its passes after each
+commit are its timing. With a SQLite that has the bug (:func:`wal_reset_fixed`), the store runs
+no checkpointer: the writer's connection, the only one that writes, checkpoints itself inside
+its commits as SQLite does by default (every 1,000 frames).
 """
 
 from __future__ import annotations
@@ -66,6 +75,14 @@ WAL_BACKSTOP = 4 * WAL_BOUND
 checkpoint, ``wal_autocheckpoint``), whatever the checkpointer does; 0: never."""
 RESTART_WAIT_MS = 20
 """How long the writer's own checkpoint waits for readers of old frames."""
+
+
+def wal_reset_fixed(version: tuple[int, ...]) -> bool:
+    """True when SQLite ``version`` (``sqlite3.sqlite_version_info``) has the WAL-reset bug
+    fixed: 3.51.3 on, or the backports 3.50.7 and 3.44.6 in their own lines."""
+    return (
+        version >= (3, 51, 3) or (3, 50, 7) <= version < (3, 51) or (3, 44, 6) <= version < (3, 45)
+    )
 
 
 @dataclass

@@ -17,7 +17,7 @@ from ..base import WakeEntry
 from ..dialect import SQLITE
 from ..readers import ReaderPool
 from ..sql_store import SqlStore
-from .checkpoints import Checkpointer, CheckpointStatistics
+from .checkpoints import Checkpointer, CheckpointStatistics, wal_reset_fixed
 from .commits import HISTORY_OF_RUN, ROW_COLUMNS, CommitBatcher
 from .lock import exclusive
 from .schema import StoreOpenError, Synchronous, connect, prepare
@@ -48,8 +48,10 @@ async def _opened(
     path: Path, synchronous: Synchronous, group_commit: bool
 ) -> AsyncIterator[SqliteStore]:
     await trio.to_thread.run_sync(prepare, path, synchronous)
-    checkpointer = Checkpointer(lambda: connect(path, synchronous, writer=False))
-    await trio.to_thread.run_sync(checkpointer.start)
+    checkpointer = None  # (a SQLite with the WAL-reset bug: the writer checkpoints itself)
+    if wal_reset_fixed(sqlite3.sqlite_version_info):
+        checkpointer = Checkpointer(lambda: connect(path, synchronous, writer=False))
+        await trio.to_thread.run_sync(checkpointer.start)
     try:  # (making the writer may fail too: its wake-up sockets)
         writer = GroupWriter(
             lambda: connect(path, synchronous, writer=True),
@@ -60,8 +62,9 @@ async def _opened(
         )
         await writer.start()
     except BaseException:
-        with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(checkpointer.stop)
+        if checkpointer is not None:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(checkpointer.stop)
         raise
     store = SqliteStore(path, synchronous, writer, checkpointer)
     try:
@@ -69,7 +72,8 @@ async def _opened(
     finally:
         with trio.CancelScope(shield=True):
             await writer.stop()
-            await trio.to_thread.run_sync(checkpointer.stop)
+            if checkpointer is not None:
+                await trio.to_thread.run_sync(checkpointer.stop)
             store.close_readers()
 
 
@@ -87,7 +91,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         path: Path,
         synchronous: Synchronous,
         writer: GroupWriter,
-        checkpointer: Checkpointer,
+        checkpointer: Checkpointer | None,
     ) -> None:
         super().__init__(SQLITE, writer, ReaderPool(SqliteReads(path, synchronous)))
         self.path = path
@@ -95,8 +99,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self._checkpointer = checkpointer
 
     def checkpoint_statistics(self) -> CheckpointStatistics:
-        """What the checkpointer did (checkpoints, requests to the writer, the WAL's largest)."""
-        return self._checkpointer.stats
+        """What the checkpointer did (checkpoints, requests to the writer, the WAL's largest);
+        all 0 without one."""
+        return self._checkpointer.stats if self._checkpointer else CheckpointStatistics()
 
     # -- executions -----------------------------------------------------------------------
     async def history(self, execution_id: str, run: int | None = None) -> list[Event]:
