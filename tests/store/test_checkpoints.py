@@ -2,7 +2,8 @@
 WAL itself (below the backstop), the checkpointer does on its own thread, the WAL stays bounded
 under a steady stream of commits and when few rows write many pages, the writer's own checkpoint
 at the bound waits only a moment for an old reader, a failing checkpoint is not tried after every
-commit, and the checkpointer stops with the store, or when the writer cannot be made."""
+commit, and the checkpointer stops with the store, or when the writer cannot be made. On a SQLite
+with the WAL-reset bug there is no checkpointer: the writer's connection checkpoints alone."""
 
 from __future__ import annotations
 
