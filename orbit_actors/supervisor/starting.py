@@ -7,7 +7,6 @@ the supervisor create the actor, which commits the first events with its first d
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import trio
 
 from ..actors import commands as cmd
+from ..actors.execution import new_execution_id
 from ..actors.schedule import ScheduleSpec
 from ..decide import transitions as pure
 from ..decide.invocation import ChildInvocation
@@ -78,8 +78,11 @@ class Starter:
     ) -> tuple[str, bool]:
         """Start an execution; returns (execution_id, created). An existing id of the same
         definition answers created=False."""
-        definition = await self._resolve(workflow, version)
-        execution_id = execution_id or str(uuid.uuid4())
+        try:  # the definitions known here, without a coroutine of its own (every start)
+            definition = self._definitions.resolve(workflow, version)
+        except WorkflowNotFoundError:
+            definition = await self._refreshed(workflow, version)
+        execution_id = execution_id or new_execution_id()
         pure.check_execution_id(execution_id)
         starting = self._starting
         while execution_id in starting:  # the same id being started: its outcome decides this
@@ -95,14 +98,11 @@ class Starter:
             if done is not None:
                 done.set()
 
-    async def _resolve(self, workflow: str, version: str | None) -> CompiledDefinition:
-        """The definition to start; one not known here is looked for in the store (another
-        server sharing it may have registered it) before it is refused."""
-        try:
-            return self._definitions.resolve(workflow, version)
-        except WorkflowNotFoundError:
-            await self._definitions.refresh()  # another start's refresh may be the one to add it
-            return self._definitions.resolve(workflow, version)
+    async def _refreshed(self, workflow: str, version: str | None) -> CompiledDefinition:
+        """A definition not known here is looked for in the store (another server sharing it
+        may have registered it) before it is refused."""
+        await self._definitions.refresh()  # another start's refresh may be the one to add it
+        return self._definitions.resolve(workflow, version)
 
     async def _start_once(
         self, definition: CompiledDefinition, execution_id: str, input: Any,
