@@ -232,7 +232,7 @@ def _wire(
         ),
     )  # fmt: skip
     load = Loader(store, definitions)
-    waiters = Waiters(registry, load)
+    waiters = Waiters(registry, load, seconds=clock.seconds)
     http = HttpRunner(
         nursery, lambda token, output, failure: _report_builtin(registry, token, output, failure),
         enabled=config.enable_http_adapter,

@@ -7,6 +7,7 @@ fact, not a copy of state to keep in step."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TypeVar
 
 import trio
@@ -54,10 +55,12 @@ class Waiters:
     """Who waits for which execution, and the latest answers (see the module docstring)."""
 
     def __init__(
-        self, registry: Registry, load: Loader, recent: int = RECENT, states: int = RECENT_STATES
-    ) -> None:
+        self, registry: Registry, load: Loader, recent: int = RECENT, states: int = RECENT_STATES,
+        seconds: Callable[[], float] = trio.current_time,
+    ) -> None:  # fmt: skip
         self._registry = registry
         self._load = load
+        self._seconds = seconds  # trio's time, from the run's clock directly when given
         self.deadlines = WaitDeadlines()  # its task is run by the runtime
         self.pending: dict[str, _Waiter] = {}
         self._recent: OrderedDict[str, ExecutionResult] = OrderedDict()
@@ -75,7 +78,7 @@ class Waiters:
         WaitTimeoutError or ExecutionNotFoundError."""
         known = self._recent.get(execution_id)
         if known is not None:
-            return await self._with_first_start(known)
+            return known if known.run == 1 else await self._with_first_start(known)
         waiter = self.pending.get(execution_id)
         if waiter is None:
             waiter = self.pending[execution_id] = _Waiter()  # before reading: no gap
@@ -89,16 +92,17 @@ class Waiters:
                 self._drop(execution_id, waiter)
                 state, definition = await self._load(execution_id)
                 return result_of(state, definition, row)
-        await waiter.wait(self.deadlines, trio.current_time() + timeout)
+        await waiter.wait(self.deadlines, self._seconds() + timeout)
         if waiter.result is None:
             raise WaitTimeoutError(
                 f"execution `{execution_id}` is still running after {timeout:g} s"
             )
-        return await self._with_first_start(waiter.result)
+        result = waiter.result
+        return result if result.run == 1 else await self._with_first_start(result)
 
     async def _with_first_start(self, result: ExecutionResult) -> ExecutionResult:
-        if result.run == 1:
-            return result
+        """A later run's answer with the first run's start, which the row keeps (the first
+        run's answers need nothing: no coroutine for them)."""
         row = await self._registry.row(result.execution_id)  # it keeps the first run's start
         return result.model_copy(update={"started_at_ms": row.started_at_ms})
 
