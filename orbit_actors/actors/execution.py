@@ -463,10 +463,12 @@ class ExecutionActor:
             return batch
         claimed, charged = self._claim_free_workers(batch, now, claim_rated)
         rates = charges + charged
-        pool = self.ports.pool
+        ports = self.ports
+        pool = ports.pool
         commit = Commit(self._row(state), batch, False, create, admit, rates)  # positional: cheaper
+        began = clock.seconds()  # what _commit does, without a coroutine of its own (every batch)
         try:
-            await self._commit(commit)
+            await ports.store.commit(commit)
         except (StorageError, AlreadyStored, ConcurrencyFull, RateLimited) as exc:
             for task in claimed:
                 pool.release(task.token)
@@ -480,13 +482,18 @@ class ExecutionActor:
             return await self._settle(
                 applied, reported, create=create, admit=admit, claim_rated=False
             )
+        ports.committed(state, batch, clock.seconds() - began)
         if claimed:
             now = clock.now_ms()
             for task in claimed:
                 pool.push(task, now)
         effects = effects_of(state, self.definition, batch)
         effects.cancel_tokens.pop(reported or "", None)
-        await self._publish(effects)
+        runtime_units = self._publish(effects)
+        if runtime_units:
+            await self._dispatch_to_runtime(runtime_units)
+        if self.done:
+            ports.finished(self.state, self.definition)
         if state.status == "continued_as_new":
             await self._roll_over()
         return batch
@@ -548,7 +555,10 @@ class ExecutionActor:
         await self._commit(Commit(row_of(next_state), first, rollover=True))
         self.state = next_state
 
-    async def _publish(self, effects: Effects) -> None:
+    def _publish(self, effects: Effects) -> list[HttpInvocation | ChildInvocation]:
+        """Hand a committed batch's effects out; returns the ready built-in units (http, child)
+        for :meth:`_dispatch_to_runtime`, whose commit the caller awaits (a plain call: every
+        batch publishes, few dispatch to the runtime)."""
         ports = self.ports
         if effects.cancel_tokens:
             ports.cancel_tokens(effects.cancel_tokens)
@@ -564,10 +574,7 @@ class ExecutionActor:
                 ports.pool.enqueue(self.execution_id, ready)
             else:
                 runtime_units.append(ready)
-        if runtime_units:
-            await self._dispatch_to_runtime(runtime_units)
-        if self.done:
-            ports.finished(self.state, self.definition)
+        return runtime_units
 
     async def _dispatch_to_runtime(self, units: list[HttpInvocation | ChildInvocation]) -> None:
         """Built-in http and child units are dispatched to the runtime's pseudo sessions."""
