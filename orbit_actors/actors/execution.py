@@ -517,7 +517,7 @@ class ExecutionActor:
                 or (found.rate is not None and not claim_rated)
             ):
                 continue
-            token = new_token(self.execution_id)
+            token = new_token(self.state.execution_id)
             match = pool.claim(found, token, now)
             if match is None:
                 continue

@@ -7,7 +7,7 @@ fact, not a copy of state to keep in step."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import trio
@@ -32,12 +32,12 @@ class _Waiter:
         self.result: ExecutionResult | None = None
         self._parked: list[Parked] = []
 
-    async def wait(self, deadlines: WaitDeadlines, deadline: float) -> None:
-        """Until :meth:`finish` (at once if it came already) or ``deadline``; cancellable."""
+    def wait(self, deadlines: WaitDeadlines, deadline: float) -> Awaitable[None]:
+        """Until :meth:`finish` (at once if it came already) or ``deadline``; cancellable. The
+        wait to await, not a coroutine of its own (one frame less to resume through)."""
         if self.result is not None:
-            await trio.lowlevel.checkpoint()
-            return
-        await deadlines.wait(self._parked, deadline)
+            return trio.lowlevel.checkpoint()
+        return deadlines.wait(self._parked, deadline)
 
     def finish(self, result: ExecutionResult, deadlines: WaitDeadlines) -> None:
         """The execution ended with ``result``: wake every waiting caller."""
