@@ -23,7 +23,7 @@ from ..api import batch_models as bm
 from ..api import models as m
 from ..api import upgrade_models as u
 from ..decide.transitions import Verdict
-from ..errors import InvalidRequestError, WaitTimeoutError
+from ..errors import InvalidRequestError
 from ..history.events import ErrorInfo, event_to_dict
 from ..runtime import Runtime
 from ..store.base import EXECUTION_STATUSES, DefinitionRecord
@@ -123,17 +123,20 @@ async def start_execution(call: Call) -> Answer:
     """Start an execution; with ``?wait=S``, answer once it has finished or S seconds passed."""
     body: m.StartExecution = call.body
     query: m.StartQuery = call.query
-    execution_id, created = await call.runtime.start(
-        body.workflow, version=body.version, input=body.input, execution_id=body.execution_id
-    )
+    if query.wait is None:
+        execution_id, created = await call.runtime.start(
+            body.workflow, version=body.version, input=body.input, execution_id=body.execution_id
+        )
+        return (201 if created else 200), {"execution_id": execution_id, "created": created}
+    execution_id, created, result = await call.runtime.start_and_wait(
+        body.workflow, version=body.version, input=body.input, execution_id=body.execution_id,
+        timeout=min(query.wait, MAX_WAIT_SECONDS),
+    )  # fmt: skip
     started: dict[str, Any] = {"execution_id": execution_id, "created": created}
-    if query.wait is not None:
-        try:
-            result = await call.runtime.wait(execution_id, min(query.wait, MAX_WAIT_SECONDS))
-        except WaitTimeoutError:
-            started.update(status="running", output=None, error=None)
-        else:
-            started.update(outcome_body(result))
+    if result is None:  # the wait passed first
+        started.update(status="running", output=None, error=None)
+    else:
+        started.update(outcome_body(result))
     return (201 if created else 200), started
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 import trio
@@ -26,23 +27,23 @@ class _Waiter:
     parked callers rather than a ``trio.Event``: one is made per waited execution, and the
     event's parking lot cost more than the rest of the wait's bookkeeping."""
 
-    __slots__ = ("_parked", "result")
+    __slots__ = ("parked", "result")
 
     def __init__(self) -> None:
         self.result: ExecutionResult | None = None
-        self._parked: list[Parked] = []
+        self.parked: list[Parked] = []
 
     def wait(self, deadlines: WaitDeadlines, deadline: float) -> Awaitable[None]:
         """Until :meth:`finish` (at once if it came already) or ``deadline``; cancellable. The
         wait to await, not a coroutine of its own (one frame less to resume through)."""
         if self.result is not None:
             return trio.lowlevel.checkpoint()
-        return deadlines.wait(self._parked, deadline)
+        return deadlines.wait(self.parked, deadline)
 
     def finish(self, result: ExecutionResult, deadlines: WaitDeadlines) -> None:
         """The execution ended with ``result``: wake every waiting caller."""
         self.result = result
-        deadlines.wake(self._parked)
+        deadlines.wake(self.parked)
 
 
 T = TypeVar("T")
@@ -99,6 +100,25 @@ class Waiters:
             )
         result = waiter.result
         return result if result.run == 1 else await self._with_first_start(result)
+
+    def adopt(
+        self, execution_id: str, task: trio.lowlevel.Task, deadline: float
+    ) -> Callable[[], trio.lowlevel.Abort] | None:
+        """Count ``task`` (a start's caller, parked until the execution's first commit) as
+        waiting for the execution's end until ``deadline``, so that it is woken once, at the
+        end or the deadline, and not by the first commit as well: the :meth:`wait` it calls
+        then answers from what the end kept. Returns what cancels that wait (its abort); None,
+        with nothing done, while no task serves the deadlines."""
+        waiter = self.pending.get(execution_id)
+        fresh = waiter is None
+        if waiter is None:
+            waiter = self.pending[execution_id] = _Waiter()
+        parked = self.deadlines.adopt(waiter.parked, task, deadline)
+        if parked is None:
+            if fresh:
+                del self.pending[execution_id]
+            return None
+        return partial(self.deadlines.abort, parked)
 
     async def _with_first_start(self, result: ExecutionResult) -> ExecutionResult:
         """A later run's answer with the first run's start, which the row keeps (the first
