@@ -108,7 +108,10 @@ class Waiters:
         waiting for the execution's end until ``deadline``, so that it is woken once, at the
         end or the deadline, and not by the first commit as well: the :meth:`wait` it calls
         then answers from what the end kept. Returns what cancels that wait (its abort); None,
-        with nothing done, while no task serves the deadlines."""
+        with nothing done, when the execution has ended already (its first commit ended it)
+        or while no task serves the deadlines."""
+        if execution_id in self._recent:
+            return None
         waiter = self.pending.get(execution_id)
         fresh = waiter is None
         if waiter is None:

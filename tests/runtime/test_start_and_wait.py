@@ -81,6 +81,16 @@ async def test_the_caller_is_woken_once_at_the_end_with_the_result(
     assert result.output == {"by": "me"}
 
 
+async def test_an_execution_its_first_commit_ends_answers_at_once(
+    runtime: Runtime, autojump_clock: MockClock
+) -> None:
+    await runtime.register_definition(workflow("steps: [{id: v, value: 1}]\noutput: 7"))
+    began = trio.current_time()
+    _, created, result = await runtime.start_and_wait("wf", execution_id="quick", timeout=60)
+    assert trio.current_time() == began
+    assert created and result is not None and result.output == 7
+
+
 async def test_the_wait_ends_at_its_timeout_counted_from_the_call(
     runtime: Runtime, autojump_clock: MockClock
 ) -> None:
