@@ -35,7 +35,13 @@ from .decide.query import evaluate_query
 from .decide.rerun import RerunPlan
 from .decide.stepping import ReplayPoint
 from .decide.transitions import ServerLimits, Verdict
-from .errors import OrbitError, RunNotFoundError, StorageError, WorkflowNotFoundError
+from .errors import (
+    OrbitError,
+    RunNotFoundError,
+    StorageError,
+    WaitTimeoutError,
+    WorkflowNotFoundError,
+)
 from .history.events import ErrorInfo, Event, ParentRef
 from .history.state import ExecutionState
 from .ir.plan import CompiledDefinition
@@ -232,7 +238,7 @@ def _wire(
         ),
     )  # fmt: skip
     load = Loader(store, definitions)
-    waiters = Waiters(registry, load)
+    waiters = Waiters(registry, load, seconds=clock.seconds)
     http = HttpRunner(
         nursery, lambda token, output, failure: _report_builtin(registry, token, output, failure),
         enabled=config.enable_http_adapter,
@@ -294,7 +300,7 @@ def _wire(
     )  # fmt: skip
     starter = Starter(
         nursery, supervisor, definitions, store, load, clock.now_ms,
-        StartLimits(config.limits, config.max_active_executions),
+        StartLimits(config.limits, config.max_active_executions), waiters.adopt,
     )  # fmt: skip
     scheduler = Scheduler(
         SchedulerPorts(
@@ -463,9 +469,33 @@ class Runtime:
         """Start an execution; returns (execution_id, created). An existing id of the same
         definition answers created=False."""
         return await self._starter.start(
-            workflow, version=version, input=input, execution_id=execution_id, parent=parent,
-            schedule_id=schedule_id,
-        )  # fmt: skip
+            workflow, version, input, execution_id, parent, schedule_id
+        )  # positional: a keyword argument costs as much as a small call
+
+    async def start_and_wait(
+        self,
+        workflow: str,
+        *,
+        version: str | None = None,
+        input: Any = None,
+        execution_id: str | None = None,
+        timeout: float,
+    ) -> tuple[str, bool, ExecutionResult | None]:
+        """Start an execution and wait for its end, ``timeout`` seconds from now at most;
+        returns (execution_id, created, its result or None if it still runs then). On one
+        server the caller sleeps once, from the start to the end: the start's first commit
+        hands it to the wait instead of waking it (``POST /v1/executions?wait``)."""
+        seconds = self.clock.seconds
+        until = seconds() + timeout
+        here = until if self._forwarder is None else None
+        execution_id, created = await self._starter.start(
+            workflow, version, input, execution_id, None, None, here
+        )
+        try:
+            result = await self.wait(execution_id, max(0.0, until - seconds()))
+        except WaitTimeoutError:
+            return execution_id, created, None
+        return execution_id, created, result
 
     async def signal(self, execution_id: str, name: str, payload: Any) -> int:
         """Deliver a signal; returns its seq."""

@@ -10,7 +10,7 @@ this module only carries them out.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +86,19 @@ _random_hex = _RandomHex()
 def new_token(execution_id: str) -> str:
     """A fresh dispatch token; it names its execution so results route without a global map."""
     return f"{_random_hex.take(8)}@{execution_id}"
+
+
+def new_execution_id() -> str:
+    """A random UUID (version 4) as text, like ``str(uuid.uuid4())`` from the same buffered
+    random bytes as tokens (``uuid.UUID``'s Python constructor cost three times as much)."""
+    return uuid4_text(_random_hex.take(16))
+
+
+def uuid4_text(hex32: str) -> str:
+    """The version-4 UUID made of 32 random hex digits, as ``str(uuid.UUID(bytes=...,
+    version=4))`` writes it: the version nibble set to 4, the variant's two bits to ``10``."""
+    variant = "89ab"[int(hex32[16], 16) & 3]
+    return f"{hex32[:8]}-{hex32[8:12]}-4{hex32[13:16]}-{variant}{hex32[17:20]}-{hex32[20:32]}"
 
 
 def execution_of(token: str) -> str | None:
@@ -280,7 +293,7 @@ class ExecutionActor:
         await self._advance(operate.unpause(self.state, self.execution_id, self._now()))
 
     async def _on_result(self, c: cmd.ReportResult) -> pure.Verdict:
-        now = self._now()
+        now = self.ports.clock.now_ms()
         events, verdict = pure.report_result(
             self.state, self.definition, c.token, now=now, worker_id=c.worker_id,
             output=c.output, failure=c.failure,
@@ -407,21 +420,23 @@ class ExecutionActor:
         return describe(self.state, self.definition)
 
     # -- the cycle: decide, commit, publish ------------------------------------------------
-    async def _advance(
+    def _advance(
         self,
         command_events: list[Event],
         reported: str | None = None,
         charges: tuple[RateCharge, ...] = (),
         now: int | None = None,
-    ) -> list[Event]:
-        """Apply command events, decide to the fixpoint, commit, then publish the effects
-        (``reported`` is a token whose worker just answered: it needs no cancel). With
+    ) -> Coroutine[Any, Any, list[Event]]:
+        """Apply command events, then (awaited) decide to the fixpoint, commit, and publish the
+        effects (``reported`` is a token whose worker just answered: it needs no cancel). With
         ``charges`` (the command is a dispatch) a commit the store refuses over a rate limit
         leaves the state as durable and raises :class:`RateLimited`. ``now`` is the time the
-        command's events were made at, when read in the same step (the decisions take it too)."""
+        command's events were made at, when read in the same step (the decisions take it too).
+        Not a coroutine itself: every command goes through here, and a coroutine frame more
+        is created and resumed through at each of its waits (every caller awaits at once)."""
         for event in command_events:
             apply(self.state, event)
-        return await self._settle(command_events, reported, charges=charges, now=now)
+        return self._settle(command_events, reported, charges=charges, now=now)
 
     async def _settle(
         self,
@@ -439,18 +454,21 @@ class ExecutionActor:
         refuses that, the batch is decided again without dispatching rate-limited units (they
         wait in the pool), so the rest of it is not held up."""
         state = self.state
+        clock = self.ports.clock
         if now is None:
-            now = self._now()
+            now = clock.now_ms()
         decided = decide_to_fixpoint(state, self.definition, now)
         batch = [*applied, *decided]
         if not batch:
             return batch
         claimed, charged = self._claim_free_workers(batch, now, claim_rated)
         rates = charges + charged
-        pool = self.ports.pool
+        ports = self.ports
+        pool = ports.pool
         commit = Commit(self._row(state), batch, False, create, admit, rates)  # positional: cheaper
+        began = clock.seconds()  # what _commit does, without a coroutine of its own (every batch)
         try:
-            await self._commit(commit)
+            await ports.store.commit(commit)
         except (StorageError, AlreadyStored, ConcurrencyFull, RateLimited) as exc:
             for task in claimed:
                 pool.release(task.token)
@@ -464,13 +482,18 @@ class ExecutionActor:
             return await self._settle(
                 applied, reported, create=create, admit=admit, claim_rated=False
             )
+        ports.committed(state, batch, clock.seconds() - began)
         if claimed:
-            now = self._now()
+            now = clock.now_ms()
             for task in claimed:
                 pool.push(task, now)
         effects = effects_of(state, self.definition, batch)
         effects.cancel_tokens.pop(reported or "", None)
-        await self._publish(effects)
+        runtime_units = self._publish(effects)
+        if runtime_units:
+            await self._dispatch_to_runtime(runtime_units)
+        if self.done:
+            ports.finished(self.state, self.definition)
         if state.status == "continued_as_new":
             await self._roll_over()
         return batch
@@ -494,7 +517,7 @@ class ExecutionActor:
                 or (found.rate is not None and not claim_rated)
             ):
                 continue
-            token = new_token(self.execution_id)
+            token = new_token(self.state.execution_id)
             match = pool.claim(found, token, now)
             if match is None:
                 continue
@@ -532,7 +555,10 @@ class ExecutionActor:
         await self._commit(Commit(row_of(next_state), first, rollover=True))
         self.state = next_state
 
-    async def _publish(self, effects: Effects) -> None:
+    def _publish(self, effects: Effects) -> list[HttpInvocation | ChildInvocation]:
+        """Hand a committed batch's effects out; returns the ready built-in units (http, child)
+        for :meth:`_dispatch_to_runtime`, whose commit the caller awaits (a plain call: every
+        batch publishes, few dispatch to the runtime)."""
         ports = self.ports
         if effects.cancel_tokens:
             ports.cancel_tokens(effects.cancel_tokens)
@@ -548,10 +574,7 @@ class ExecutionActor:
                 ports.pool.enqueue(self.execution_id, ready)
             else:
                 runtime_units.append(ready)
-        if runtime_units:
-            await self._dispatch_to_runtime(runtime_units)
-        if self.done:
-            ports.finished(self.state, self.definition)
+        return runtime_units
 
     async def _dispatch_to_runtime(self, units: list[HttpInvocation | ChildInvocation]) -> None:
         """Built-in http and child units are dispatched to the runtime's pseudo sessions."""

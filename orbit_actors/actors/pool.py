@@ -333,12 +333,21 @@ class WorkerPool:
             send(task)
 
     def release(self, token: str) -> None:
-        """A reservation was not used: the slot is free again."""
-        self._drop(token)
+        """A reservation was not used: the slot is free again (as when settled)."""
+        self.settle(token)
 
     def settle(self, token: str) -> Held | None:
-        """The worker answered ``token``: forget it and free its slot."""
-        return self._drop(token)
+        """The worker answered ``token``: forget it and free its slot (once per result: done
+        here, not through a helper shared with :meth:`release`)."""
+        held = self._held.pop(token, None)
+        if held is None:
+            return None
+        member = self._members[held.session_id]
+        del member.held[token]
+        if held.cancelled is None:
+            member.used -= 1
+            self.fill(held.session_id)
+        return held
 
     def restore(self, held: Held) -> bool:
         """Hold a settled token again (its answer was not recorded); False when its session
@@ -558,17 +567,6 @@ class WorkerPool:
     def _reserve(self, member: _Member, session_id: str, token: str, now_ms: int) -> Held:
         held = self._held[token] = member.held[token] = Held(token, session_id, now_ms)
         member.used += 1
-        return held
-
-    def _drop(self, token: str) -> Held | None:
-        held = self._held.pop(token, None)
-        if held is None:
-            return None
-        member = self._members[held.session_id]
-        del member.held[token]
-        if held.cancelled is None:
-            member.used -= 1
-            self.fill(held.session_id)
         return held
 
     def _stop_serving(self, session_id: str) -> None:

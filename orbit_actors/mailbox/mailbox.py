@@ -82,7 +82,10 @@ class ReplyTo(Reply[T]):
     __slots__ = ("_then",)
 
     def __init__(self, then: Callable[[ReplyTo[T]], None]) -> None:
-        super().__init__()
+        self._done = False  # Reply's fields set here: one per result, no super() call
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._waiter: trio.lowlevel.Task | None = None
         self._then = then
 
     def outcome(self) -> T:

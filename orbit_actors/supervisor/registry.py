@@ -281,14 +281,14 @@ class Registry:
         return Verdict(token, False, UNKNOWN_TOKEN)
 
     def report_result_nowait(
-        self, token: str, worker_id: str | None, output: Any, failure: ErrorInfo | None,
-        answered: Callable[[Verdict | OrbitError], None],
+        self, execution_id: str, token: str, worker_id: str | None, output: Any,
+        failure: ErrorInfo | None, answered: Callable[[Verdict | OrbitError], None],
     ) -> bool:  # fmt: skip
-        """:meth:`report_result` without waiting: ``answered`` is called with the verdict (or
-        the refusal) once the execution has recorded the result. False, with nothing done,
-        when only :meth:`report_result` can carry it (no live execution, a full mailbox)."""
-        execution_id = execution_of(token)
-        mailbox = self.mailbox(execution_id) if execution_id else None
+        """:meth:`report_result` without waiting, for ``token`` of ``execution_id`` (the
+        router read it from the token): ``answered`` is called with the verdict (or the refusal)
+        once the execution has recorded the result. False, with nothing done, when only
+        :meth:`report_result` can carry it (no live execution, a full mailbox)."""
+        mailbox = self.mailbox(execution_id)
         if mailbox is None:
             return False
 

@@ -192,7 +192,9 @@ class Router:
         execution_id = execution_of(token)
         if execution_id is None or not self.surely_here(execution_id):
             return False
-        return self._registry.report_result_nowait(token, worker_id, output, failure, answered)
+        return self._registry.report_result_nowait(
+            execution_id, token, worker_id, output, failure, answered
+        )
 
     def mark_uncertain(self, token: str, reason: str) -> None:
         """The session here that held ``token`` was lost: its attempt is uncertain, here or at

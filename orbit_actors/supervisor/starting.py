@@ -7,7 +7,6 @@ the supervisor create the actor, which commits the first events with its first d
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import trio
 
 from ..actors import commands as cmd
+from ..actors.execution import new_execution_id
 from ..actors.schedule import ScheduleSpec
 from ..decide import transitions as pure
 from ..decide.invocation import ChildInvocation
@@ -36,7 +36,10 @@ from ..store.definitions import DefinitionRegistry
 from .flow_starts import FlowStarts
 from .loading import Loader
 from .registry import Registry
-from .supervisor import Supervisor
+from .supervisor import HandOver, Supervisor
+
+AdoptWait = Callable[[str, trio.lowlevel.Task, float], Callable[[], trio.lowlevel.Abort] | None]
+"""``Waiters.adopt``: parks a start's caller as a wait for its execution's end until a time."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class Starter:
     def __init__(
         self, nursery: trio.Nursery, supervisor: Supervisor, definitions: DefinitionRegistry,
         store: Store, load: Loader, now_ms: Callable[[], int], limits: StartLimits,
+        adopt_wait: AdoptWait | None = None,
     ) -> None:  # fmt: skip
         self._nursery = nursery
         self._supervisor = supervisor
@@ -62,6 +66,7 @@ class Starter:
         self._load = load
         self._now_ms = now_ms
         self._limits = limits
+        self._adopt_wait = adopt_wait
         self.flow = FlowStarts(nursery, supervisor, store, load, now_ms)
         self._starting: dict[str, trio.Event | None] = {}  # ids being started: set when done
         self._effective: dict[str, EffectiveLimits] = {}  # by definition hash
@@ -69,17 +74,24 @@ class Starter:
     async def start(
         self,
         workflow: str,
-        *,
         version: str | None = None,
         input: Any = None,
         execution_id: str | None = None,
         parent: ParentRef | None = None,
         schedule_id: str | None = None,
+        until: float | None = None,
     ) -> tuple[str, bool]:
         """Start an execution; returns (execution_id, created). An existing id of the same
-        definition answers created=False."""
-        definition = await self._resolve(workflow, version)
-        execution_id = execution_id or str(uuid.uuid4())
+        definition answers created=False. (Not keyword-only: ``Runtime.start`` passes its
+        arguments on by position, half the cost of keywords on every start.) With ``until``
+        (a trio time) the caller waits for the execution's end next: a new execution's first
+        commit hands it to that wait (``adopt_wait``), so it returns from here at the end or at
+        ``until``, woken once, and its wait answers at once."""
+        try:  # the definitions known here, without a coroutine of its own (every start)
+            definition = self._definitions.resolve(workflow, version)
+        except WorkflowNotFoundError:
+            definition = await self._refreshed(workflow, version)
+        execution_id = execution_id or new_execution_id()
         pure.check_execution_id(execution_id)
         starting = self._starting
         while execution_id in starting:  # the same id being started: its outcome decides this
@@ -88,25 +100,42 @@ class Starter:
                 busy = starting[execution_id] = trio.Event()
             await busy.wait()
         starting[execution_id] = None
-        try:
-            return await self._start_once(definition, execution_id, input, parent, schedule_id)
-        finally:
-            done = starting.pop(execution_id)
-            if done is not None:
-                done.set()
+        hand_over: HandOver | None = None
+        handed = False
+        if until is not None and self._adopt_wait is not None:
+            adopt = self._adopt_wait
 
-    async def _resolve(self, workflow: str, version: str | None) -> CompiledDefinition:
-        """The definition to start; one not known here is looked for in the store (another
-        server sharing it may have registered it) before it is refused."""
+            def hand_over(task: trio.lowlevel.Task) -> Callable[[], trio.lowlevel.Abort] | None:
+                nonlocal handed
+                abort = adopt(execution_id, task, until)
+                if abort is not None:  # the start is decided: a twin need not wait for the end
+                    handed = True
+                    self._started(execution_id)
+                return abort
+
         try:
-            return self._definitions.resolve(workflow, version)
-        except WorkflowNotFoundError:
-            await self._definitions.refresh()  # another start's refresh may be the one to add it
-            return self._definitions.resolve(workflow, version)
+            return await self._start_once(
+                definition, execution_id, input, parent, schedule_id, hand_over
+            )
+        finally:
+            if not handed:
+                self._started(execution_id)
+
+    def _started(self, execution_id: str) -> None:
+        """A start of ``execution_id`` is decided: a twin waiting for it goes on."""
+        done = self._starting.pop(execution_id)
+        if done is not None:
+            done.set()
+
+    async def _refreshed(self, workflow: str, version: str | None) -> CompiledDefinition:
+        """A definition not known here is looked for in the store (another server sharing it
+        may have registered it) before it is refused."""
+        await self._definitions.refresh()  # another start's refresh may be the one to add it
+        return self._definitions.resolve(workflow, version)
 
     async def _start_once(
         self, definition: CompiledDefinition, execution_id: str, input: Any,
-        parent: ParentRef | None, schedule_id: str | None,
+        parent: ParentRef | None, schedule_id: str | None, hand_over: HandOver | None,
     ) -> tuple[str, bool]:  # fmt: skip
         registry = self._registry
         if execution_id in registry or execution_id in registry.quarantined:
@@ -125,7 +154,7 @@ class Starter:
             if key is not None:
                 await self.flow.start(definition, events, key)
             else:  # not cancellable: a stored execution always gets its actor
-                await self._supervisor.create(replay(events), definition, events)
+                await self._supervisor.create(replay(events), definition, events, None, hand_over)
         except AlreadyStored:
             return self._existing(execution_id, definition, await self._row(execution_id))
         return execution_id, True

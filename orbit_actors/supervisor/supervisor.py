@@ -131,15 +131,17 @@ class Supervisor:
         definition: CompiledDefinition,
         created: list[Event],
         admit: Admission | None = None,
+        hand_over: HandOver | None = None,
     ) -> None:
         """Start the actor of a new execution whose first events ``created`` are applied to
         ``state`` but not stored; returns once they are durable with the first decisions (a
         cancel waits until then: see :class:`_Started`). When
         that commit fails (a taken id: :class:`AlreadyStored`, a full concurrency key with
         ``admit``: :class:`ConcurrencyFull`, or a storage error) nothing was stored, the actor
-        is gone and the error is raised here."""
+        is gone and the error is raised here. With ``hand_over`` the caller, parked, is handed
+        to it once the commit is durable instead of woken (see :data:`HandOver`)."""
         mailbox = self._register(state)
-        started = _Started()
+        started = _Started(hand_over)
         self._nursery.start_soon(
             self._supervise, state, definition, mailbox, created, started, admit, name=_ACTOR
         )
@@ -367,26 +369,41 @@ class Supervisor:
 _ACTOR = "orbit.execution-actor"  # one shared task name (trio would build a string per task)
 
 
+HandOver = Callable[[trio.lowlevel.Task], Callable[[], trio.lowlevel.Abort] | None]
+"""Takes over a task parked until its execution's first commit, once that is durable (the
+start of ``POST /v1/executions?wait``: it parks the task as the wait for the execution's end,
+so the task is woken once instead of twice); returns the abort of its new wait, or None when
+it cannot take it (the task is woken then, as usual)."""
+
+
 class _Started:
     """The "started" signal of an actor's first step, given in place of a ``TaskStatus``:
     set once (a later call does nothing), with the error when a new execution never started.
     Waiting for it cannot be cancelled: whoever creates an execution must learn whether its
     first commit was made (a cancel scope shielding the wait cost as much as the rest of a
-    start's bookkeeping)."""
+    start's bookkeeping). A cancel that comes while a ``hand_over`` holds the waiter (after
+    the commit) ends that wait at once."""
 
-    __slots__ = ("_done", "_waiter", "error")
+    __slots__ = ("_abort_handed", "_done", "_hand_over", "_waiter", "error")
 
-    def __init__(self) -> None:
+    def __init__(self, hand_over: HandOver | None = None) -> None:
         self._done = False
         self._waiter: trio.lowlevel.Task | None = None
         self.error: BaseException | None = None
+        self._hand_over = hand_over
+        self._abort_handed: Callable[[], trio.lowlevel.Abort] | None = None
 
     def started(self, value: None = None) -> None:
         if not self._done:
             self._done = True
             waiter, self._waiter = self._waiter, None
-            if waiter is not None:
-                trio.lowlevel.reschedule(waiter)
+            if waiter is None:
+                return
+            if self._hand_over is not None and self.error is None:
+                self._abort_handed = self._hand_over(waiter)
+                if self._abort_handed is not None:
+                    return  # woken by the wait it was handed to
+            trio.lowlevel.reschedule(waiter)
 
     def fail(self, error: BaseException) -> None:
         self.error = error
@@ -395,7 +412,13 @@ class _Started:
     async def wait(self) -> None:
         if not self._done:
             self._waiter = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(_not_now)  # a cancel comes after it
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, raise_cancel: object) -> trio.lowlevel.Abort:
+        if self._abort_handed is not None:  # handed over after the commit: that wait ends
+            return self._abort_handed()
+        self._hand_over = None  # before the commit: woken by it, the cancel comes after it
+        return trio.lowlevel.Abort.FAILED
 
 
 class _BroughtBack(_Started):
@@ -412,11 +435,6 @@ class _BroughtBack(_Started):
         if not self._done:
             super().started()
             self._back()
-
-
-def _not_now(raise_cancel: object) -> trio.lowlevel.Abort:
-    """A wait that a cancel cannot cut short (it is delivered at the next checkpoint)."""
-    return trio.lowlevel.Abort.FAILED
 
 
 def _quarantined_message(execution_id: str, error: str) -> str:

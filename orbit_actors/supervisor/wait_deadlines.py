@@ -25,8 +25,11 @@ class Parked:
 
     __slots__ = ("deadline", "in_heap", "orphaned", "owner", "task")
 
-    def __init__(self, owner: list[Parked], deadline: float, in_heap: bool) -> None:
-        self.task = trio.lowlevel.current_task()
+    def __init__(
+        self, owner: list[Parked], deadline: float, in_heap: bool,
+        task: trio.lowlevel.Task | None = None,
+    ) -> None:  # fmt: skip
+        self.task = task or trio.lowlevel.current_task()
         self.owner: list[Parked] | None = owner  # None once it is no longer parked
         self.deadline = deadline
         self.in_heap = in_heap
@@ -56,6 +59,31 @@ class WaitDeadlines:
         await self._park(parked)
         if parked.orphaned:  # the serving task stopped first: the rest of the wait alone
             await self._wait_in_scope(owner, deadline)
+
+    def adopt(
+        self, owner: list[Parked], task: trio.lowlevel.Task, deadline: float
+    ) -> Parked | None:
+        """Count ``task``, parked already by a wait of its own, as parked in ``owner`` until
+        :meth:`wake` or ``deadline`` (then it is rescheduled, as :meth:`wait`'s caller would
+        be); its wait's abort must call :meth:`abort` with what this returns. None, with nothing
+        done, while no task serves the deadlines (a wait keeps a scope of its own then)."""
+        sleep = self._sleep
+        if sleep is None:
+            return None
+        parked = Parked(owner, deadline, True, task)
+        heapq.heappush(self._heap, (deadline, next(self._order), parked))
+        if deadline < sleep.deadline:
+            sleep.deadline = deadline
+        owner.append(parked)
+        return parked
+
+    def abort(self, parked: Parked) -> trio.lowlevel.Abort:
+        """A parked caller is cancelled: it leaves its owner (``wait_task_rescheduled``'s
+        abort)."""
+        if parked.owner is not None:
+            parked.owner.remove(parked)
+            self._leave(parked)
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def wake(self, owner: list[Parked]) -> None:
         """Wake every caller parked in ``owner``."""
@@ -91,14 +119,7 @@ class WaitDeadlines:
     async def _park(self, parked: Parked) -> None:
         assert parked.owner is not None
         parked.owner.append(parked)
-
-        def abort(raise_cancel: object) -> trio.lowlevel.Abort:
-            if parked.owner is not None:
-                parked.owner.remove(parked)
-                self._leave(parked)
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
+        await trio.lowlevel.wait_task_rescheduled(lambda raise_cancel: self.abort(parked))
 
     def _leave(self, parked: Parked) -> None:
         parked.owner = None

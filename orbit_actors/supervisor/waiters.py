@@ -7,6 +7,8 @@ fact, not a copy of state to keep in step."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 import trio
@@ -25,23 +27,23 @@ class _Waiter:
     parked callers rather than a ``trio.Event``: one is made per waited execution, and the
     event's parking lot cost more than the rest of the wait's bookkeeping."""
 
-    __slots__ = ("_parked", "result")
+    __slots__ = ("parked", "result")
 
     def __init__(self) -> None:
         self.result: ExecutionResult | None = None
-        self._parked: list[Parked] = []
+        self.parked: list[Parked] = []
 
-    async def wait(self, deadlines: WaitDeadlines, deadline: float) -> None:
-        """Until :meth:`finish` (at once if it came already) or ``deadline``; cancellable."""
+    def wait(self, deadlines: WaitDeadlines, deadline: float) -> Awaitable[None]:
+        """Until :meth:`finish` (at once if it came already) or ``deadline``; cancellable. The
+        wait to await, not a coroutine of its own (one frame less to resume through)."""
         if self.result is not None:
-            await trio.lowlevel.checkpoint()
-            return
-        await deadlines.wait(self._parked, deadline)
+            return trio.lowlevel.checkpoint()
+        return deadlines.wait(self.parked, deadline)
 
     def finish(self, result: ExecutionResult, deadlines: WaitDeadlines) -> None:
         """The execution ended with ``result``: wake every waiting caller."""
         self.result = result
-        deadlines.wake(self._parked)
+        deadlines.wake(self.parked)
 
 
 T = TypeVar("T")
@@ -54,10 +56,12 @@ class Waiters:
     """Who waits for which execution, and the latest answers (see the module docstring)."""
 
     def __init__(
-        self, registry: Registry, load: Loader, recent: int = RECENT, states: int = RECENT_STATES
-    ) -> None:
+        self, registry: Registry, load: Loader, recent: int = RECENT, states: int = RECENT_STATES,
+        seconds: Callable[[], float] = trio.current_time,
+    ) -> None:  # fmt: skip
         self._registry = registry
         self._load = load
+        self._seconds = seconds  # trio's time, from the run's clock directly when given
         self.deadlines = WaitDeadlines()  # its task is run by the runtime
         self.pending: dict[str, _Waiter] = {}
         self._recent: OrderedDict[str, ExecutionResult] = OrderedDict()
@@ -75,7 +79,7 @@ class Waiters:
         WaitTimeoutError or ExecutionNotFoundError."""
         known = self._recent.get(execution_id)
         if known is not None:
-            return await self._with_first_start(known)
+            return known if known.run == 1 else await self._with_first_start(known)
         waiter = self.pending.get(execution_id)
         if waiter is None:
             waiter = self.pending[execution_id] = _Waiter()  # before reading: no gap
@@ -89,16 +93,39 @@ class Waiters:
                 self._drop(execution_id, waiter)
                 state, definition = await self._load(execution_id)
                 return result_of(state, definition, row)
-        await waiter.wait(self.deadlines, trio.current_time() + timeout)
+        await waiter.wait(self.deadlines, self._seconds() + timeout)
         if waiter.result is None:
             raise WaitTimeoutError(
                 f"execution `{execution_id}` is still running after {timeout:g} s"
             )
-        return await self._with_first_start(waiter.result)
+        result = waiter.result
+        return result if result.run == 1 else await self._with_first_start(result)
+
+    def adopt(
+        self, execution_id: str, task: trio.lowlevel.Task, deadline: float
+    ) -> Callable[[], trio.lowlevel.Abort] | None:
+        """Count ``task`` (a start's caller, parked until the execution's first commit) as
+        waiting for the execution's end until ``deadline``, so that it is woken once, at the
+        end or the deadline, and not by the first commit as well: the :meth:`wait` it calls
+        then answers from what the end kept. Returns what cancels that wait (its abort); None,
+        with nothing done, when the execution has ended already (its first commit ended it)
+        or while no task serves the deadlines."""
+        if execution_id in self._recent:
+            return None
+        waiter = self.pending.get(execution_id)
+        fresh = waiter is None
+        if waiter is None:
+            waiter = self.pending[execution_id] = _Waiter()
+        parked = self.deadlines.adopt(waiter.parked, task, deadline)
+        if parked is None:
+            if fresh:
+                del self.pending[execution_id]
+            return None
+        return partial(self.deadlines.abort, parked)
 
     async def _with_first_start(self, result: ExecutionResult) -> ExecutionResult:
-        if result.run == 1:
-            return result
+        """A later run's answer with the first run's start, which the row keeps (the first
+        run's answers need nothing: no coroutine for them)."""
         row = await self._registry.row(result.execution_id)  # it keeps the first run's start
         return result.model_copy(update={"started_at_ms": row.started_at_ms})
 
