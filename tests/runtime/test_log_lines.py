@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
@@ -17,7 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orbit_actors.history.events import WorkflowCompleted
+from orbit_actors.history.events import (
+    ErrorInfo,
+    StepAttemptFailed,
+    WorkflowCancelled,
+    WorkflowCompleted,
+    WorkflowFailed,
+)
 from orbit_actors.history.state import ExecutionState
 from orbit_actors.observe.event_log import LOGGED
 from orbit_actors.observe.logformat import OrbitHandler, log_structured, sole_handler, timestamp
@@ -140,11 +147,33 @@ def test_a_handler_beside_orbits_gets_the_record_with_its_fields(logger: logging
     )
 
 
-def test_the_event_log_hands_pytests_caplog_its_records(caplog: pytest.LogCaptureFixture) -> None:
+FAILED = ErrorInfo(code="BROKEN", message="it broke")
+IDS = [("execution_id", "e-1"), ("workflow", "wf")]
+
+
+@pytest.mark.parametrize(
+    ("event", "message", "level", "fields"),
+    [
+        (SimpleNamespace(type="WorkflowCreated", run=2), "execution started", logging.INFO,
+         [*IDS, ("run", 2)]),
+        (WorkflowCompleted(seq=9, timestamp_ms=0, output=None), "execution completed",
+         logging.INFO, [*IDS, ("run", 2)]),
+        (WorkflowFailed(seq=9, timestamp_ms=0, error=FAILED, compensation="none"),
+         "execution failed", logging.WARNING, [*IDS, ("code", "BROKEN"), ("run", 2)]),
+        (WorkflowCancelled(seq=9, timestamp_ms=0, reason="asked"), "execution cancelled",
+         logging.INFO, [*IDS, ("code", "asked"), ("run", 2)]),
+        (StepAttemptFailed(seq=9, timestamp_ms=0, step="f", attempt=1, error=FAILED),
+         "attempt failed", logging.INFO, [*IDS, ("step", "f"), ("attempt", 1), ("code", "BROKEN")]),
+    ],
+)  # fmt: skip
+def test_the_event_log_hands_pytests_caplog_each_record_with_its_fields_in_order(
+    caplog: pytest.LogCaptureFixture, event: Any, message: str, level: int,
+    fields: list[tuple[str, Any]],
+) -> None:  # fmt: skip
     state = ExecutionState()
     state.execution_id, state.workflow, state.run = "e-1", "wf", 2
     with caplog.at_level(logging.INFO, logger="orbit.execution"):
-        LOGGED["WorkflowCompleted"](state, WorkflowCompleted(seq=9, timestamp_ms=0, output=None))
+        LOGGED[event.type](state, event)
     (record,) = [r for r in caplog.records if r.name == "orbit.execution"]
-    assert record.getMessage() == "execution completed"
-    assert record.orbit == {"execution_id": "e-1", "workflow": "wf", "run": 2}  # type: ignore[attr-defined]
+    assert (record.getMessage(), record.levelno) == (message, level)
+    assert list(record.orbit.items()) == fields  # type: ignore[attr-defined]
