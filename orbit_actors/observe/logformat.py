@@ -52,18 +52,33 @@ def human_line(
 
 
 _JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
+_text = json.encoder.encode_basestring  # the encoder's own for strings (ensure_ascii=False)
+_OWN_KEYS = frozenset({"ts", "level", "logger", "message"})
 
 
 def json_line(
     created: float, level: str, name: str, message: str, fields: Mapping[str, Any]
 ) -> str:
-    """``{"ts", "level", "logger", "message", …fields}`` on one line."""
+    """``{"ts", "level", "logger", "message", …fields}`` on one line, as ``json.dumps`` writes
+    it: written out here when every field is a string or an integer under a new key (~15 K
+    instructions less than the encoder), by the encoder otherwise."""
+    parts = [f'{{"ts": "{timestamp(created)}", "level": {_text(level.lower())}, '
+             f'"logger": {_text(name)}, "message": {_text(message)}']  # fmt: skip
+    for key, value in fields.items():
+        kind = type(value)
+        if type(key) is not str or key in _OWN_KEYS or (kind is not str and kind is not int):
+            return _encoded(created, level, name, message, fields)
+        parts.append(f", {_text(key)}: {_text(value) if kind is str else value}")
+    parts.append("}")
+    return "".join(parts)
+
+
+def _encoded(
+    created: float, level: str, name: str, message: str, fields: Mapping[str, Any]
+) -> str:  # fmt: skip
     entry: dict[str, Any] = {
-        "ts": timestamp(created),
-        "level": level.lower(),
-        "logger": name,
-        "message": message,
-    }
+        "ts": timestamp(created), "level": level.lower(), "logger": name, "message": message
+    }  # fmt: skip
     entry.update(fields)
     return _JSON.encode(entry)
 
@@ -90,16 +105,13 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         """One JSON object."""
-        entry: dict[str, Any] = {
-            "ts": timestamp(record.created),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-            **_fields(record),
-        }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return _JSON.encode(entry)
+        fields = _fields(record)
+        if not record.exc_info:
+            return json_line(record.created, record.levelname, record.name, record.getMessage(),
+                             fields)  # fmt: skip
+        exception = self.formatException(record.exc_info)
+        return _encoded(record.created, record.levelname, record.name, record.getMessage(),
+                        {**fields, "exception": exception})  # fmt: skip
 
 
 class OrbitHandler(logging.StreamHandler[TextIO]):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -30,11 +31,10 @@ from orbit_actors.observe.event_log import LOGGED
 from orbit_actors.observe.logformat import OrbitHandler, log_structured, sole_handler, timestamp
 
 MOMENTS = st.floats(min_value=0, max_value=4_102_444_800)  # 1970 to 2100
-FIELDS = st.dictionaries(
-    st.text(),
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
-    max_size=6,
-)
+KEYS = st.sampled_from(["ts", "level", "logger", "message", "exception", "run"]) | st.text()
+FIELDS = st.dictionaries(KEYS, st.integers() | st.text(), max_size=6) | st.dictionaries(
+    KEYS, st.none() | st.booleans() | st.integers() | st.floats() | st.text(), max_size=6
+)  # strings and integers are what the JSON line writes itself
 LEVELS = st.sampled_from([logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR])
 
 
@@ -44,8 +44,7 @@ def _timestamp_before(created: float) -> str:
 
 
 def _line_before(log_format: str, record: logging.LogRecord) -> str:
-    """What HumanFormatter and JsonFormatter wrote before the direct path (a record without an
-    exception)."""
+    """What HumanFormatter and JsonFormatter wrote before the direct path."""
     fields = getattr(record, "orbit", None)
     fields = fields if isinstance(fields, dict) else {}
     if log_format == "json":
@@ -53,11 +52,16 @@ def _line_before(log_format: str, record: logging.LogRecord) -> str:
             "ts": _timestamp_before(record.created), "level": record.levelname.lower(),
             "logger": record.name, "message": record.getMessage(), **fields,
         }  # fmt: skip
+        if record.exc_info:
+            entry["exception"] = logging.Formatter().formatException(record.exc_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
     pairs = " ".join(f"{key}={value}" for key, value in fields.items())
     line = (f"{_timestamp_before(record.created)} {record.levelname:<5} {record.name}: "
             f"{record.getMessage()}")  # fmt: skip
-    return f"{line} {pairs}" if pairs else line
+    line = f"{line} {pairs}" if pairs else line
+    if record.exc_info:
+        line += "\n" + logging.Formatter().formatException(record.exc_info)
+    return line
 
 
 class _Kept(logging.Handler):
@@ -114,6 +118,20 @@ def test_a_line_written_directly_is_the_line_logging_writes(
     (record,) = kept.records
     through_logging = stream.getvalue()[len(direct) :]
     assert direct == through_logging == _line_before(log_format, record) + "\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(log_format=st.sampled_from(["text", "json"]), message=st.text(), fields=FIELDS)
+def test_a_record_with_an_exception_is_written_as_before(
+    log_format: str, message: str, fields: dict[str, Any]
+) -> None:
+    try:
+        raise ValueError("bad value")
+    except ValueError:
+        record = logging.LogRecord("orbit.x", logging.ERROR, "", 0, message, (), sys.exc_info())
+    record.orbit = fields
+    handler = OrbitHandler(io.StringIO(), log_format)
+    assert handler.format(record) == _line_before(log_format, record)
 
 
 @pytest.mark.parametrize(
