@@ -120,19 +120,25 @@ class OrbitHandler(logging.StreamHandler[TextIO]):
 
     def __init__(self, stream: TextIO, log_format: str) -> None:
         super().__init__(stream)
-        self.own: logging.Formatter = JsonFormatter() if log_format == "json" else HumanFormatter()
-        self.line: Line = json_line if log_format == "json" else human_line
-        self.setFormatter(self.own)
+        json_lines = log_format == "json"
+        self.orbit_formatter: logging.Formatter = (
+            JsonFormatter() if json_lines else HumanFormatter()
+        )
+        self.format_line: Line = json_line if json_lines else human_line
+        self.setFormatter(self.orbit_formatter)
 
     def takes_directly(self, level: int) -> bool:
         """Whether a line at ``level`` would be this handler's line, formatted its own way."""
-        return level >= self.level and not self.filters and self.formatter is self.own
+        return level >= self.level and not self.filters and self.formatter is self.orbit_formatter
 
     def write_line(self, logger: logging.Logger, level: int, message: str,
                    fields: Mapping[str, Any]) -> None:  # fmt: skip
         """Write the line ``logger.log(level, message, extra={"orbit": fields})`` would, as
-        ``StreamHandler.emit`` writes it (under the handler's lock, flushed)."""
-        line = self.line(time.time(), logging.getLevelName(level), logger.name, message, fields)
+        ``StreamHandler.emit`` writes it: under the handler's lock, flushed at once (nothing is
+        held back, so a process killed by SIGKILL has lost no line it logged)."""
+        line = self.format_line(
+            time.time(), logging.getLevelName(level), logger.name, message, fields
+        )
         with self.lock:  # type: ignore[union-attr]  # a handler always has one once built
             try:
                 self.stream.write(line + self.terminator)
