@@ -4,6 +4,7 @@ WebSocket; executions started and awaited through the HTTP API.
     python bench/e2e.py [--executions 2000] [--in-flight 200] [--idle 200]
     python bench/e2e.py --burst 500 [--idle 200]
     python bench/e2e.py --server hypercorn   (the same, on the alternative server)
+    python bench/e2e.py --log-level info     (the server's own default; benches run at warning)
 
 Prints executions/s and start-to-complete latency (p50/p99) for ``--executions`` executions of
 a 3-step no-op workflow with ``--in-flight`` at once, the server's CPU per execution, and the
@@ -54,11 +55,11 @@ output: {n: "${steps.c.output.n}"}
 
 
 def start_server(
-    folder: Path, server: str = "orbit", retention: str = "30d"
+    folder: Path, server: str = "orbit", retention: str = "30d", log_level: str = "warning"
 ) -> tuple[subprocess.Popen[str], str]:
     """``orbit server`` on a free port; returns the process and its URL once ready."""
     command = [sys.executable, "-m", "orbit_actors.cli", "server", "--db", str(folder / "bench.db"),
-               "--bind", "127.0.0.1:0", "--log-level", "warning", "--retention", retention]  # fmt: skip
+               "--bind", "127.0.0.1:0", "--log-level", log_level, "--retention", retention]  # fmt: skip
     if server != "orbit":
         command += ["--server", server]
     process = subprocess.Popen(
@@ -77,12 +78,14 @@ Processes = tuple["subprocess.Popen[str]", "subprocess.Popen[bytes]", str]
 
 
 @contextmanager
-def server_and_worker(server_kind: str = "orbit") -> Iterator[Processes]:
+def server_and_worker(
+    server_kind: str = "orbit", log_level: str = "warning"
+) -> Iterator[Processes]:
     """A server (``orbit`` or ``hypercorn``) on a fresh SQLite file with the no-op workflow
     deployed, and a registered, warmed-up no-op worker; yields both processes and the URL, and
     stops them on the way out."""
     with tempfile.TemporaryDirectory() as folder:
-        server, url = start_server(Path(folder), server_kind)
+        server, url = start_server(Path(folder), server_kind, log_level=log_level)
         worker = subprocess.Popen(
             [sys.executable, str(ROOT / "bench" / "noop_worker.py")],
             env={**os.environ, "ORBIT_URL": url}, stderr=subprocess.DEVNULL,
@@ -211,8 +214,10 @@ def main() -> None:
     parser.add_argument("--skip-5000", action="store_true",
                         help="--burst: do not check that a burst of 5,000 completes")  # fmt: skip
     parser.add_argument("--server", choices=["orbit", "hypercorn"], default="orbit")
+    parser.add_argument("--log-level", choices=["warning", "info", "debug"], default="warning",
+                        help="the server's (its own default is info)")  # fmt: skip
     args = parser.parse_args()
-    with server_and_worker(args.server) as (server, worker, url):
+    with server_and_worker(args.server, args.log_level) as (server, worker, url):
         if args.burst:
             _descriptors_for_bursts()
             run_burst(url, (server.pid, worker.pid), args.burst, args.idle, args.client,

@@ -1,7 +1,7 @@
 """Instructions per execution of the real server and the real worker, counted by callgrind.
 
     python bench/instructions.py [--mode burst|idle|connections] [--executions N]
-                                 [--process server|worker|both]
+                                 [--process server|worker|both] [--log-level warning|info]
                                  [--keep DIR]   (then: callgrind_annotate DIR/server)
 
 The same path as ``bench/e2e.py`` (``orbit server`` on a SQLite file at its default durability,
@@ -45,11 +45,11 @@ def _callgrind(out: Path) -> list[str]:
 
 
 def start(
-    folder: Path, measure: set[str]
+    folder: Path, measure: set[str], log_level: str = "warning"
 ) -> tuple[subprocess.Popen[str], subprocess.Popen[str], str]:
     """The server and the worker, each under callgrind when measured; returns them and the URL."""
     server_cmd = [sys.executable, "-m", "orbit_actors.cli", "server", "--db", str(folder / "b.db"),
-                  "--bind", "127.0.0.1:0", "--log-level", "warning"]  # fmt: skip
+                  "--bind", "127.0.0.1:0", "--log-level", log_level]  # fmt: skip
     if "server" in measure:
         server_cmd = _callgrind(folder / "server.%p") + server_cmd
     server = subprocess.Popen(
@@ -130,12 +130,18 @@ def main() -> None:
     parser.add_argument("--executions", type=int, default=200)
     parser.add_argument("--warm-up", type=int, default=50)
     parser.add_argument("--process", choices=["server", "worker", "both"], default="both")
+    parser.add_argument(
+        "--log-level",
+        choices=["warning", "info", "debug"],
+        default="warning",
+        help="the server's (benches run at warning; its default is info)",
+    )
     parser.add_argument("--keep", type=Path, help="copy the dumps here (for callgrind_annotate)")
     args = parser.parse_args()
     measure = {"server", "worker"} if args.process == "both" else {args.process}
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        server, worker, url = start(folder, measure)
+        server, worker, url = start(folder, measure, args.log_level)
         try:
             httpx.post(f"{url}/v1/definitions", content=THREE, timeout=600,
                        headers={"content-type": "application/yaml"}).raise_for_status()  # fmt: skip
@@ -164,7 +170,8 @@ def main() -> None:
         per = figures[f"{process}_M_instructions_per_exec"]
         each = "connection" if args.mode == "connections" else "execution"
         print(f"{process}: {per:.3f} M instructions per {each} ({args.mode}, {args.executions})")
-    print(json.dumps({"mode": args.mode, "executions": args.executions, **figures}))
+    print(json.dumps({"mode": args.mode, "executions": args.executions,
+                      "log_level": args.log_level, **figures}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,54 +1,184 @@
 """Log output of the ``orbit`` processes: one line per record, human-readable by default or
 one JSON object per line (``--log-format json``). Structured fields (``record.orbit``: an
-execution id, a step, an attempt, a code) follow the message as ``key=value`` or as JSON keys."""
+execution id, a step, an attempt, a code) follow the message as ``key=value`` or as JSON keys.
+
+The lines of significant events (``event_log.py``: two per execution at the default info level)
+go through :func:`log_structured`: when Orbit's own handler is the only one its records would
+reach, it writes the line itself, without building a ``LogRecord`` (~90 K instructions a line
+through ``logging``); with any other handler, filter or record factory in the way (pytest's
+``caplog``, an application's own set-up), it logs the record as ``logging`` always does."""
 
 from __future__ import annotations
 
 import json
 import logging
 import sys
-from datetime import UTC, datetime
-from typing import Any
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+Line = Callable[[float, str, str, str, Mapping[str, Any]], str]
+"""One line from a record's time, level name, logger name, message and fields."""
+
+_second: tuple[int, str] = (-1, "")  # the last second written, as text up to the dot
+_MILLISECONDS = tuple(f"{ms:03d}Z" for ms in range(1000))  # a format spec costs ~3 K a call
 
 
-def _fields(record: logging.LogRecord) -> dict[str, Any]:
+def timestamp(created: float) -> str:
+    """``created`` (seconds since the epoch, UTC) as ``2026-12-02T10:00:00.000Z``: rounded to
+    the microsecond as ``datetime.fromtimestamp`` rounds it, then cut to milliseconds. The text
+    up to the second is kept from one call to the next (most lines share their second)."""
+    global _second
+    whole = int(created)
+    micro = round((created - whole) * 1e6)  # half to even, as datetime does
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    second, prefix = _second
+    if whole != second:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(whole))
+        _second = (whole, prefix)
+    return prefix + _MILLISECONDS[micro // 1000]
+
+
+def human_line(
+    created: float, level: str, name: str, message: str, fields: Mapping[str, Any]
+) -> str:
+    """``2026-12-02T10:00:00.000Z INFO  orbit.execution: execution completed execution_id=…``"""
+    line = f"{timestamp(created)} {level:<5} {name}: {message}"
+    if not fields:
+        return line
+    pairs = " ".join([f"{key}={value}" for key, value in fields.items()])
+    return f"{line} {pairs}"
+
+
+_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
+_text = json.encoder.encode_basestring  # the encoder's own for strings (ensure_ascii=False)
+_OWN_KEYS = frozenset({"ts", "level", "logger", "message"})
+
+
+def json_line(
+    created: float, level: str, name: str, message: str, fields: Mapping[str, Any]
+) -> str:
+    """``{"ts", "level", "logger", "message", …fields}`` on one line, as ``json.dumps`` writes
+    it: written out here when every field is a string or an integer under a new key (~15 K
+    instructions less than the encoder), by the encoder otherwise."""
+    parts = [f'{{"ts": "{timestamp(created)}", "level": {_text(level.lower())}, '
+             f'"logger": {_text(name)}, "message": {_text(message)}']  # fmt: skip
+    for key, value in fields.items():
+        kind = type(value)
+        if type(key) is not str or key in _OWN_KEYS or (kind is not str and kind is not int):
+            return _encoded(created, level, name, message, fields)
+        parts.append(f", {_text(key)}: {_text(value) if kind is str else value}")
+    parts.append("}")
+    return "".join(parts)
+
+
+def _encoded(
+    created: float, level: str, name: str, message: str, fields: Mapping[str, Any]
+) -> str:  # fmt: skip
+    entry: dict[str, Any] = {
+        "ts": timestamp(created), "level": level.lower(), "logger": name, "message": message
+    }  # fmt: skip
+    entry.update(fields)
+    return _JSON.encode(entry)
+
+
+def _fields(record: logging.LogRecord) -> Mapping[str, Any]:
     fields = getattr(record, "orbit", None)
     return fields if isinstance(fields, dict) else {}
 
 
-def _timestamp(record: logging.LogRecord) -> str:
-    moment = datetime.fromtimestamp(record.created, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
 class HumanFormatter(logging.Formatter):
-    """``2026-12-02T10:00:00.000Z INFO  orbit.execution: execution completed execution_id=…``"""
+    """:func:`human_line` of a record."""
 
     def format(self, record: logging.LogRecord) -> str:
         """One line (a traceback, when there is one, follows on its own lines)."""
-        pairs = " ".join(f"{key}={value}" for key, value in _fields(record).items())
-        line = f"{_timestamp(record)} {record.levelname:<5} {record.name}: {record.getMessage()}"
-        line = f"{line} {pairs}" if pairs else line
+        line = human_line(record.created, record.levelname, record.name, record.getMessage(),
+                          _fields(record))  # fmt: skip
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"ts", "level", "logger", "message", …fields, "exception"?}`` on one line."""
+    """:func:`json_line` of a record, with ``"exception"`` last when there is one."""
 
     def format(self, record: logging.LogRecord) -> str:
         """One JSON object."""
-        entry: dict[str, Any] = {
-            "ts": _timestamp(record),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-            **_fields(record),
-        }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        fields = _fields(record)
+        if not record.exc_info:
+            return json_line(record.created, record.levelname, record.name, record.getMessage(),
+                             fields)  # fmt: skip
+        exception = self.formatException(record.exc_info)
+        return _encoded(record.created, record.levelname, record.name, record.getMessage(),
+                        {**fields, "exception": exception})  # fmt: skip
+
+
+class OrbitHandler(logging.StreamHandler[TextIO]):
+    """The handler :func:`configure_logging` installs: a stream handler with Orbit's formatter,
+    which can also write a structured line that never became a record (:func:`log_structured`)."""
+
+    def __init__(self, stream: TextIO, log_format: str) -> None:
+        super().__init__(stream)
+        json_lines = log_format == "json"
+        self.orbit_formatter: logging.Formatter = (
+            JsonFormatter() if json_lines else HumanFormatter()
+        )
+        self.format_line: Line = json_line if json_lines else human_line
+        self.setFormatter(self.orbit_formatter)
+
+    def takes_directly(self, level: int) -> bool:
+        """Whether a line at ``level`` would be this handler's line, formatted its own way."""
+        return level >= self.level and not self.filters and self.formatter is self.orbit_formatter
+
+    def write_line(self, logger: logging.Logger, level: int, message: str,
+                   fields: Mapping[str, Any]) -> None:  # fmt: skip
+        """Write the line ``logger.log(level, message, extra={"orbit": fields})`` would, as
+        ``StreamHandler.emit`` writes it: under the handler's lock, flushed at once (nothing is
+        held back, so a process killed by SIGKILL has lost no line it logged)."""
+        line = self.format_line(
+            time.time(), logging.getLevelName(level), logger.name, message, fields
+        )
+        with self.lock:  # type: ignore[union-attr]  # a handler always has one once built
+            try:
+                self.stream.write(line + self.terminator)
+                self.stream.flush()
+            except RecursionError:
+                raise
+            except Exception:  # as logging does: reported on stderr, never raised
+                record = logger.makeRecord(logger.name, level, "(unknown file)", 0, message,
+                                           (), None, extra={"orbit": fields})  # fmt: skip
+                self.handleError(record)
+
+
+def sole_handler(logger: logging.Logger, level: int) -> OrbitHandler | None:
+    """Orbit's handler, if it is all that a record of ``logger`` at ``level`` would meet: no
+    filter on the logger or the handler, no other handler on the way up, the standard record
+    factory. Checked on every line, since handlers come and go (pytest's ``caplog``)."""
+    if logger.filters or logging.getLogRecordFactory() is not logging.LogRecord:
+        return None
+    found: OrbitHandler | None = None
+    node: logging.Logger | None = logger
+    while node is not None:
+        for handler in node.handlers:
+            if found is not None or not isinstance(handler, OrbitHandler):
+                return None
+            found = handler
+        node = node.parent if node.propagate else None
+    return found if found is not None and found.takes_directly(level) else None
+
+
+def log_structured(
+    logger: logging.Logger, level: int, message: str, fields: Mapping[str, Any]
+) -> None:
+    """``logger.log(level, message, extra={"orbit": fields})``, written straight to Orbit's
+    handler when it is the only one (:func:`sole_handler`). The caller has checked
+    ``logger.isEnabledFor(level)`` (it need not build ``fields`` otherwise)."""
+    handler = sole_handler(logger, level)
+    if handler is None:
+        logger.log(level, message, extra={"orbit": fields})
+    else:
+        handler.write_line(logger, level, message, fields)
 
 
 def configure_logging(level: str = "info", log_format: str = "text") -> None:
@@ -59,8 +189,6 @@ def configure_logging(level: str = "info", log_format: str = "text") -> None:
     most of the ~25 µs that the two lines of an execution cost the server at info level."""
     logging._srcfile = None
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else HumanFormatter())
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [OrbitHandler(sys.stderr, log_format)]
     root.setLevel(getattr(logging, level.upper()))
