@@ -53,6 +53,7 @@ from .http1 import (
     encode_response,
 )
 from .http2 import PREFACE, Http2Connection
+from .keep_alive import KeepAlive
 from .streams import Deadline, linger
 from .websocket import READ_CHUNK, WebSocket
 
@@ -95,12 +96,13 @@ class Server:
         self._limits = limits
         self._refusal = refusal  # (status, message) → the error answer the API would give
         self._date = _HttpDate()
-        self._idle: set[trio.CancelScope] = set()
+        self._idle: set[trio.CancelScope] = set()  # TLS handshakes and HTTP/2 connections
+        self._keep_alive = KeepAlive(limits.keep_alive_timeout)  # HTTP/1.1 connections
         self._draining = False
         self._open = 0  # accepted and not yet ended
         self._at_capacity = False  # said once in the log each time the limit is reached
         self._room = trio.lowlevel.ParkingLot()  # accept loops waiting for a connection to end
-        self._none_open = trio.Event()
+        self._none_open = trio.Event()  # set once accepting has stopped and none is open
         self._accepting = trio.CancelScope()
 
     async def serve(
@@ -111,12 +113,19 @@ class Server:
         task_status: trio.TaskStatus[Listeners] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Accept connections on ``listeners`` (each served in ``nursery``) until
-        :meth:`stop_accepting` or cancellation; the listeners are closed then."""
-        with self._accepting:
-            async with trio.open_nursery() as accepting:
-                for listener in listeners:
-                    accepting.start_soon(self._accept, listener, nursery)
-                task_status.started(listeners)
+        :meth:`stop_accepting` or cancellation; the listeners are closed then. Returns once
+        accepting has stopped and no connection is left (idle ones are closed by their
+        keep-alive timeout meanwhile)."""
+        async with trio.open_nursery() as sweeping:
+            sweeping.start_soon(self._keep_alive.sweep)
+            with self._accepting:
+                async with trio.open_nursery() as accepting:
+                    for listener in listeners:
+                        accepting.start_soon(self._accept, listener, nursery)
+                    task_status.started(listeners)
+            if self._open:
+                await self._none_open.wait()
+            sweeping.cancel_scope.cancel()
 
     async def _accept(
         self, listener: trio.abc.Listener[trio.abc.Stream], nursery: trio.Nursery
@@ -153,6 +162,7 @@ class Server:
         self._draining = True
         for scope in list(self._idle):
             scope.cancel()
+        self._keep_alive.cancel_all()
         if self._open:
             with trio.move_on_after(grace):
                 await self._none_open.wait()
@@ -210,9 +220,10 @@ class Server:
                 stream.close()  # what aclose_forcefully does, without its cancel scope
             else:
                 await trio.aclose_forcefully(stream)
+            self._keep_alive.end(out.scope)
             self._open -= 1
             self._room.unpark()  # an accept loop at the cap may take one more
-            if self._open == 0 and self._draining:
+            if self._open == 0 and self._accepting.cancel_called:
                 self._none_open.set()
 
     def _say_at_capacity(self) -> None:
@@ -260,10 +271,10 @@ class Server:
         direct = out.stream if isinstance(out.stream, DirectStream) else None
         opening = direct.receive_now(READ_CHUNK) if direct is not None else None
         if opening is None:  # nothing yet: wait (on a direct socket, without a second read)
-            wait_first = direct is not None
-            opening = bytes(
-                await self._receive_idle(out, self._idle_deadline(), wait_first=wait_first)
-            )
+            try:
+                opening = bytes(await self._receive_idle(out, wait_first=direct is not None))
+            finally:
+                self._keep_alive.end(out.scope)
         if opening and len(opening) < len(PREFACE) and PREFACE.startswith(opening):
             # Only a few bytes came: the head's deadline runs from now. Otherwise the HTTP/1.1
             # reader sets it, with no wait in between (one deadline move fewer per connection).
@@ -313,13 +324,21 @@ class Server:
         """The next whole request; None when the client closed, idled past the keep-alive
         timeout, or the server drains while the connection is idle. Each deadline is fixed
         once, when its wait begins: reads that bring a byte do not push it."""
-        idle_by, head_by, body_by = self._idle_deadline(), math.inf, math.inf
+        try:
+            return await self._read_request(out, reader)
+        finally:
+            self._keep_alive.end(out.scope)
+
+    async def _read_request(self, out: Deadline, reader: RequestReader) -> Request | None:
+        head_by, body_by = math.inf, math.inf
         stream = out.stream
         while True:
             request = reader.next_request()
             if request is not None:
                 out.expect("served", math.inf)  # the application answers in its own time
                 return request
+            if reader.busy:  # a request has begun: its own deadlines from now on
+                self._keep_alive.end(out.scope)
             if reader.expects_continue:
                 reader.expects_continue = False
                 await out.send(CONTINUE)
@@ -332,7 +351,7 @@ class Server:
                 out.expect("body", body_by)
                 data = await stream.receive_some(READ_CHUNK)
             else:  # just after an answer: the client has not sent more yet, as a rule
-                data = await self._receive_idle(out, idle_by, wait_first=True)
+                data = await self._receive_idle(out, wait_first=True)
             if not data:
                 return None
             reader.feed(bytes(data))
@@ -354,25 +373,18 @@ class Server:
             body += data
         return bytes(body[:length])
 
-    async def _receive_idle(
-        self, out: Deadline, deadline: float, *, wait_first: bool = False
-    ) -> bytes | bytearray:
-        """The first bytes of the next request; the connection ends at ``deadline`` or when the
-        server drains (its scope is among the idle ones meanwhile). ``wait_first``: nothing is
-        there as a rule (a read just found nothing, or the client has had no time to send
-        more since its answer), so a direct socket waits before it reads."""
-        out.expect("idle", deadline)
-        self._idle.add(out.scope)
-        try:
-            stream = out.stream
-            if wait_first and isinstance(stream, DirectStream):
-                return await stream.receive_when_readable(READ_CHUNK)
-            return await stream.receive_some(READ_CHUNK)
-        finally:
-            self._idle.discard(out.scope)
-
-    def _idle_deadline(self) -> float:
-        return trio.current_time() + self._limits.keep_alive_timeout
+    async def _receive_idle(self, out: Deadline, *, wait_first: bool = False) -> bytes | bytearray:
+        """The first bytes of the next request. The connection waits as an idle one (no trio
+        deadline: :mod:`.keep_alive`) until its caller ends the wait: it ends at the keep-alive
+        timeout or when the server drains. ``wait_first``: nothing is there as a rule (a read
+        just found nothing, or the client has had no time to send more since its answer), so a
+        direct socket waits before it reads."""
+        out.expect("idle", math.inf)
+        self._keep_alive.begin(out.scope)
+        stream = out.stream
+        if wait_first and isinstance(stream, DirectStream):
+            return await stream.receive_when_readable(READ_CHUNK)
+        return await stream.receive_some(READ_CHUNK)
 
     @contextlib.contextmanager
     def _idle_wait(self, deadline: float) -> Iterator[trio.CancelScope]:
