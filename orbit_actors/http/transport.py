@@ -325,37 +325,34 @@ class Server:
         """The next whole request; None when the client closed, idled past the keep-alive
         timeout, or the server drains while the connection is idle. Each deadline is fixed
         once, when its wait begins: reads that bring a byte do not push it."""
-        try:
-            return await self._read_request(out, reader)
-        finally:
-            self._keep_alive.end(out.scope)
-
-    async def _read_request(self, out: Deadline, reader: RequestReader) -> Request | None:
         head_by, body_by = math.inf, math.inf
         stream = out.stream
-        while True:
-            request = reader.next_request()
-            if request is not None:
-                out.expect("served", math.inf)  # the application answers in its own time
-                return request
-            if reader.busy:  # a request has begun: its own deadlines from now on
-                self._keep_alive.end(out.scope)
-            if reader.expects_continue:
-                reader.expects_continue = False
-                await out.send(CONTINUE)
-            if reader.in_head:
-                head_by = min(head_by, trio.current_time() + self._limits.head_timeout)
-                out.expect("head", head_by)
-                data = await stream.receive_some(READ_CHUNK)
-            elif reader.busy:
-                body_by = min(body_by, trio.current_time() + self._limits.body_timeout)
-                out.expect("body", body_by)
-                data = await stream.receive_some(READ_CHUNK)
-            else:  # just after an answer: the client has not sent more yet, as a rule
-                data = await self._receive_idle(out, wait_first=True)
-            if not data:
-                return None
-            reader.feed(bytes(data))
+        try:
+            while True:
+                request = reader.next_request()
+                if request is not None:
+                    out.expect("served", math.inf)  # the application answers in its own time
+                    return request
+                if reader.busy:  # a request has begun: its own deadlines from now on
+                    self._keep_alive.end(out.scope)
+                if reader.expects_continue:
+                    reader.expects_continue = False
+                    await out.send(CONTINUE)
+                if reader.in_head:
+                    head_by = min(head_by, trio.current_time() + self._limits.head_timeout)
+                    out.expect("head", head_by)
+                    data = await stream.receive_some(READ_CHUNK)
+                elif reader.busy:
+                    body_by = min(body_by, trio.current_time() + self._limits.body_timeout)
+                    out.expect("body", body_by)
+                    data = await stream.receive_some(READ_CHUNK)
+                else:  # just after an answer: the client has not sent more yet, as a rule
+                    data = await self._receive_idle(out, wait_first=True)
+                if not data:
+                    return None
+                reader.feed(bytes(data))
+        finally:
+            self._keep_alive.end(out.scope)  # the wait is over, whichever way it ended
 
     async def _rest_of_body(self, out: Deadline, request: Request, received: bytes) -> bytes:
         """The body of a request the parser left at its upgrade headers (by its length)."""
