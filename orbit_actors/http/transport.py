@@ -53,6 +53,7 @@ from .http1 import (
     encode_response,
 )
 from .http2 import PREFACE, Http2Connection
+from .keep_alive import KeepAlive
 from .streams import Deadline, linger
 from .websocket import READ_CHUNK, WebSocket
 
@@ -95,12 +96,13 @@ class Server:
         self._limits = limits
         self._refusal = refusal  # (status, message) → the error answer the API would give
         self._date = _HttpDate()
-        self._idle: set[trio.CancelScope] = set()
+        self._idle: set[trio.CancelScope] = set()  # TLS handshakes and HTTP/2 connections
+        self._keep_alive = KeepAlive(limits.keep_alive_timeout)  # HTTP/1.1 connections
         self._draining = False
         self._open = 0  # accepted and not yet ended
         self._at_capacity = False  # said once in the log each time the limit is reached
         self._room = trio.lowlevel.ParkingLot()  # accept loops waiting for a connection to end
-        self._none_open = trio.Event()
+        self._none_open = trio.Event()  # set once accepting has stopped and none is open
         self._accepting = trio.CancelScope()
 
     async def serve(
@@ -111,12 +113,19 @@ class Server:
         task_status: trio.TaskStatus[Listeners] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Accept connections on ``listeners`` (each served in ``nursery``) until
-        :meth:`stop_accepting` or cancellation; the listeners are closed then."""
-        with self._accepting:
-            async with trio.open_nursery() as accepting:
-                for listener in listeners:
-                    accepting.start_soon(self._accept, listener, nursery)
-                task_status.started(listeners)
+        :meth:`stop_accepting` or cancellation; the listeners are closed then. Returns once
+        accepting has stopped and no connection is left (idle ones are closed by their
+        keep-alive timeout meanwhile)."""
+        async with trio.open_nursery() as sweeping:
+            sweeping.start_soon(self._keep_alive.sweep)
+            with self._accepting:
+                async with trio.open_nursery() as accepting:
+                    for listener in listeners:
+                        accepting.start_soon(self._accept, listener, nursery)
+                    task_status.started(listeners)
+            if self._open:
+                await self._none_open.wait()
+            sweeping.cancel_scope.cancel()
 
     async def _accept(
         self, listener: trio.abc.Listener[trio.abc.Stream], nursery: trio.Nursery
@@ -153,6 +162,7 @@ class Server:
         self._draining = True
         for scope in list(self._idle):
             scope.cancel()
+        self._keep_alive.cancel_all()
         if self._open:
             with trio.move_on_after(grace):
                 await self._none_open.wait()
@@ -192,7 +202,8 @@ class Server:
 
     # -- connections ---------------------------------------------------------------------------
     async def _connection(self, stream: trio.abc.Stream) -> None:
-        stream = DirectStream.over(stream)  # a plain socket without trio's wrappers
+        if not isinstance(stream, DirectStream):  # the direct listener's are already
+            stream = DirectStream.over(stream)  # a plain socket without trio's wrappers
         out = Deadline(stream, self._limits.write_timeout)
         try:
             with out.scope:
@@ -204,15 +215,16 @@ class Server:
         except Exception:
             log.exception("a connection failed")
         finally:
-            if isinstance(stream, trio.SSLStream):
-                await _close_tls(stream)
-            elif isinstance(stream, DirectStream):
+            if isinstance(stream, DirectStream):  # first: a miss on trio's ABCs costs ~1.5 K
                 stream.close()  # what aclose_forcefully does, without its cancel scope
+            elif isinstance(stream, trio.SSLStream):
+                await _close_tls(stream)
             else:
                 await trio.aclose_forcefully(stream)
+            self._keep_alive.end(out.scope)
             self._open -= 1
             self._room.unpark()  # an accept loop at the cap may take one more
-            if self._open == 0 and self._draining:
+            if self._open == 0 and self._accepting.cancel_called:
                 self._none_open.set()
 
     def _say_at_capacity(self) -> None:
@@ -236,7 +248,7 @@ class Server:
         """HTTP/2 when the client asks for it (ALPN ``h2`` over TLS, or the connection preface
         in clear), HTTP/1.1 otherwise."""
         stream = out.stream
-        if isinstance(stream, trio.SSLStream):
+        if not isinstance(stream, DirectStream) and isinstance(stream, trio.SSLStream):
             handshake_by = trio.current_time() + self._limits.head_timeout
             with self._idle_wait(handshake_by) as handshake:  # a TLS handshake is a head
                 await stream.do_handshake()
@@ -260,10 +272,10 @@ class Server:
         direct = out.stream if isinstance(out.stream, DirectStream) else None
         opening = direct.receive_now(READ_CHUNK) if direct is not None else None
         if opening is None:  # nothing yet: wait (on a direct socket, without a second read)
-            wait_first = direct is not None
-            opening = bytes(
-                await self._receive_idle(out, self._idle_deadline(), wait_first=wait_first)
-            )
+            try:
+                opening = bytes(await self._receive_idle(out, wait_first=direct is not None))
+            finally:
+                self._keep_alive.end(out.scope)
         if opening and len(opening) < len(PREFACE) and PREFACE.startswith(opening):
             # Only a few bytes came: the head's deadline runs from now. Otherwise the HTTP/1.1
             # reader sets it, with no wait in between (one deadline move fewer per connection).
@@ -313,29 +325,34 @@ class Server:
         """The next whole request; None when the client closed, idled past the keep-alive
         timeout, or the server drains while the connection is idle. Each deadline is fixed
         once, when its wait begins: reads that bring a byte do not push it."""
-        idle_by, head_by, body_by = self._idle_deadline(), math.inf, math.inf
+        head_by, body_by = math.inf, math.inf
         stream = out.stream
-        while True:
-            request = reader.next_request()
-            if request is not None:
-                out.expect("served", math.inf)  # the application answers in its own time
-                return request
-            if reader.expects_continue:
-                reader.expects_continue = False
-                await out.send(CONTINUE)
-            if reader.in_head:
-                head_by = min(head_by, trio.current_time() + self._limits.head_timeout)
-                out.expect("head", head_by)
-                data = await stream.receive_some(READ_CHUNK)
-            elif reader.busy:
-                body_by = min(body_by, trio.current_time() + self._limits.body_timeout)
-                out.expect("body", body_by)
-                data = await stream.receive_some(READ_CHUNK)
-            else:  # just after an answer: the client has not sent more yet, as a rule
-                data = await self._receive_idle(out, idle_by, wait_first=True)
-            if not data:
-                return None
-            reader.feed(bytes(data))
+        try:
+            while True:
+                request = reader.next_request()
+                if request is not None:
+                    out.expect("served", math.inf)  # the application answers in its own time
+                    return request
+                if reader.busy:  # a request has begun: its own deadlines from now on
+                    self._keep_alive.end(out.scope)
+                if reader.expects_continue:
+                    reader.expects_continue = False
+                    await out.send(CONTINUE)
+                if reader.in_head:
+                    head_by = min(head_by, trio.current_time() + self._limits.head_timeout)
+                    out.expect("head", head_by)
+                    data = await stream.receive_some(READ_CHUNK)
+                elif reader.busy:
+                    body_by = min(body_by, trio.current_time() + self._limits.body_timeout)
+                    out.expect("body", body_by)
+                    data = await stream.receive_some(READ_CHUNK)
+                else:  # just after an answer: the client has not sent more yet, as a rule
+                    data = await self._receive_idle(out, wait_first=True)
+                if not data:
+                    return None
+                reader.feed(bytes(data))
+        finally:
+            self._keep_alive.end(out.scope)  # the wait is over, whichever way it ended
 
     async def _rest_of_body(self, out: Deadline, request: Request, received: bytes) -> bytes:
         """The body of a request the parser left at its upgrade headers (by its length)."""
@@ -354,25 +371,18 @@ class Server:
             body += data
         return bytes(body[:length])
 
-    async def _receive_idle(
-        self, out: Deadline, deadline: float, *, wait_first: bool = False
-    ) -> bytes | bytearray:
-        """The first bytes of the next request; the connection ends at ``deadline`` or when the
-        server drains (its scope is among the idle ones meanwhile). ``wait_first``: nothing is
-        there as a rule (a read just found nothing, or the client has had no time to send
-        more since its answer), so a direct socket waits before it reads."""
-        out.expect("idle", deadline)
-        self._idle.add(out.scope)
-        try:
-            stream = out.stream
-            if wait_first and isinstance(stream, DirectStream):
-                return await stream.receive_when_readable(READ_CHUNK)
-            return await stream.receive_some(READ_CHUNK)
-        finally:
-            self._idle.discard(out.scope)
-
-    def _idle_deadline(self) -> float:
-        return trio.current_time() + self._limits.keep_alive_timeout
+    async def _receive_idle(self, out: Deadline, *, wait_first: bool = False) -> bytes | bytearray:
+        """The first bytes of the next request. The connection waits as an idle one (no trio
+        deadline: :mod:`.keep_alive`) until its caller ends the wait: it ends at the keep-alive
+        timeout or when the server drains. ``wait_first``: nothing is there as a rule (a read
+        just found nothing, or the client has had no time to send more since its answer), so a
+        direct socket waits before it reads."""
+        out.expect("idle", math.inf)
+        self._keep_alive.begin(out.scope)
+        stream = out.stream
+        if wait_first and isinstance(stream, DirectStream):
+            return await stream.receive_when_readable(READ_CHUNK)
+        return await stream.receive_some(READ_CHUNK)
 
     @contextlib.contextmanager
     def _idle_wait(self, deadline: float) -> Iterator[trio.CancelScope]:

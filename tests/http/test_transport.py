@@ -212,6 +212,18 @@ async def test_an_idle_connection_is_closed_after_the_keep_alive_timeout() -> No
         assert await client.closed()
 
 
+async def test_serving_ends_once_accepting_stopped_and_the_last_connection_ended() -> None:
+    server = Server(EchoApp(), Limits(LIMIT, LIMIT), refusal)
+    listeners, urls = await open_listeners("127.0.0.1:0", None)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as connections:
+            await connections.start(server.serve, listeners, connections)
+            client = await Client.open(int(urls[0].rsplit(":", 1)[1]))
+            assert (await client.request("GET", "/x"))[0].status_code == 200
+            server.stop_accepting()
+            await client.stream.aclose()  # the keep-alive sweeper does not outlive it
+
+
 async def test_drain_closes_idle_connections_and_finishes_requests_in_flight() -> None:
     app = EchoApp()
     async with running(app) as (server, port):
