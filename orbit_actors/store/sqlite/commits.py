@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from ...crashpoints import crash_point
@@ -59,8 +60,9 @@ _INSERT_SEGMENTS = (
 )
 _ARCHIVE_RUNS = "INSERT INTO runs (execution_id, run, head, last_seq) VALUES {rows}"
 _COUNTED = ("segments", "executions")  # the tables whose next id the writer hands out
-_MAX_VARIABLES = 30_000  # below SQLite's default limit of 32,766 bound parameters
-_LOOKUP_CHUNK = 500
+MOST_ROWS = 512
+"""The most rows one statement carries: 512 summary rows bind 8,192 parameters, well below
+SQLite's limit of 32,766; a larger batch takes a few statements more."""
 
 
 class Position(NamedTuple):
@@ -196,35 +198,52 @@ class CommitBatcher:
         missing = [i for i in ids if self._current(i) is None]
         if not missing:  # the usual batch: every execution in it committed before
             return
-        for start in range(0, len(missing), _LOOKUP_CHUNK):
-            chunk = missing[start : start + _LOOKUP_CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            query = (
-                "SELECT execution_id, ord, run, last_seq, head, status FROM executions "
-                f"WHERE execution_id IN ({marks})"
-            )
-            for execution_id, ord_, run, last_seq, head, status in conn.execute(query, chunk):
+        for start, count in pieces(len(missing)):
+            chunk = missing[start : start + count]
+            for execution_id, ord_, run, last_seq, head, status in conn.execute(
+                _lookup(count), chunk
+            ):
                 self._positions[execution_id] = Position(ord_, run, last_seq, head, status)
 
 
 def insert_rows(conn: sqlite3.Connection, template: str, rows: list[tuple[Any, ...]]) -> None:
-    """Run ``template`` (with ``{rows}`` for the VALUES list) for all ``rows``, as few
-    multi-row statements as SQLite's parameter limit allows."""
+    """Run ``template`` (with ``{rows}`` for the VALUES list) for all ``rows``, in the few
+    multi-row statements :func:`pieces` cuts them into."""
     if not rows:
         return
     width = len(rows[0])
-    per_statement = max(1, _MAX_VARIABLES // width)
-    for start in range(0, len(rows), per_statement):
-        chunk = rows[start : start + per_statement]
-        conn.execute(_statement(template, width, len(chunk)), [v for row in chunk for v in row])
+    for start, count in pieces(len(rows)):
+        chunk = rows[start : start + count]
+        conn.execute(_statement(template, width, count), [v for row in chunk for v in row])
+
+
+def pieces(total: int) -> Iterator[tuple[int, int]]:
+    """``(start, count)`` of the statements that carry ``total`` rows: each count a power of
+    two up to :data:`MOST_ROWS`, the largest first (13 rows: 8, 4, 1). A statement's text then
+    takes one of a few shapes, which the connection's statement cache keeps compiled: a text
+    for exactly ``total`` rows differed from batch to batch and SQLite parsed it every time
+    (~35,000 instructions per commit in a burst)."""
+    start = 0
+    while start < total:
+        count = min(1 << ((total - start).bit_length() - 1), MOST_ROWS)
+        yield start, count
+        start += count
 
 
 @functools.lru_cache(maxsize=64)
 def _statement(template: str, width: int, count: int) -> str:
-    """``template`` with ``count`` rows of ``width`` placeholders (built once per shape: a
-    batch of one commit, the common case, asks for the same few every time)."""
+    """``template`` with ``count`` rows of ``width`` placeholders."""
     placeholder = "(" + ", ".join("?" * width) + ")"
     return template.format(rows=", ".join([placeholder] * count))
+
+
+@functools.lru_cache(maxsize=16)
+def _lookup(count: int) -> str:
+    """The positions of ``count`` executions (their ids bound)."""
+    return (
+        "SELECT execution_id, ord, run, last_seq, head, status FROM executions "
+        f"WHERE execution_id IN ({', '.join('?' * count)})"
+    )
 
 
 def _segment(segment_id: int, prev: int | None, work: CommitWork) -> tuple[Any, ...]:
