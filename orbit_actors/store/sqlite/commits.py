@@ -212,9 +212,8 @@ def insert_rows(conn: sqlite3.Connection, template: str, rows: list[tuple[Any, .
         return
     width = len(rows[0])
     for start, count in pieces(len(rows)):
-        values = list(
-            chain.from_iterable(rows[start : start + count])
-        )  # (C; a comprehension: ~1.5 K a commit)
+        # flattened in C: a comprehension cost ~1,500 instructions a commit more
+        values = list(chain.from_iterable(rows[start : start + count]))
         conn.execute(_statement(template, width, count), values)
 
 
