@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from orbit_actors.history.events import events_to_json
 from orbit_actors.store import Commit
 from orbit_actors.store.group import CommitWork
-from orbit_actors.store.sqlite.commits import MOST_ROWS, CommitBatcher, pieces
+from orbit_actors.store.sqlite.commits import CommitBatcher
 from orbit_actors.store.sqlite.schema import connect, prepare
+from orbit_actors.store.sqlite.shapes import MOST_ROWS, pieces
 
 from .helpers import commit
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterator
-from itertools import chain
 from typing import Any, NamedTuple
 
 from ...crashpoints import crash_point
@@ -30,6 +28,7 @@ from ..flow_slots import admits_in, take_slot
 from ..group import CommitWork
 from ..rules import check_commit
 from .rate_log import read_book, write_book
+from .shapes import insert_rows, pieces
 
 _WRITTEN = (
     "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
@@ -38,9 +37,10 @@ _WRITTEN = (
 ROW_COLUMNS = f"{_WRITTEN}, wake_at_ms, COALESCE(busy, 1), paused"
 """The columns of an :class:`ExecutionRow`, in its fields' order (a row from before the
 wake-up index reads as busy)."""
-# Each statement below is sent for the whole batch as one multi-row statement: one step of
-# SQLite, so the writer thread gives up and takes back the GIL a few times per batch rather than
-# once per row (under a busy trio thread every take-back can wait a whole switch interval).
+# Each statement below is sent for the whole batch as a few multi-row statements of fixed shapes
+# (shapes.py): a few steps of SQLite, so the writer thread gives up and takes back the GIL a few
+# times per batch rather than once per row (under a busy trio thread every take-back can wait a
+# whole switch interval), and texts the statement cache keeps compiled.
 _UPDATED = (
     "run = excluded.run, version = excluded.version, definition_hash = excluded.definition_hash, "
     "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
@@ -61,9 +61,6 @@ _INSERT_SEGMENTS = (
 )
 _ARCHIVE_RUNS = "INSERT INTO runs (execution_id, run, head, last_seq) VALUES {rows}"
 _COUNTED = ("segments", "executions")  # the tables whose next id the writer hands out
-MOST_ROWS = 512
-"""The most rows one statement carries: 512 summary rows bind 8,192 parameters, well below
-SQLite's limit of 32,766; a larger batch takes a few statements more."""
 
 
 class Position(NamedTuple):
@@ -203,38 +200,6 @@ class CommitBatcher:
                 _lookup(count), chunk
             ):
                 self._positions[execution_id] = Position(ord_, run, last_seq, head, status)
-
-
-def insert_rows(conn: sqlite3.Connection, template: str, rows: list[tuple[Any, ...]]) -> None:
-    """Run ``template`` (with ``{rows}`` for the VALUES list) for all ``rows``, in the few
-    multi-row statements :func:`pieces` cuts them into."""
-    if not rows:
-        return
-    width = len(rows[0])
-    for start, count in pieces(len(rows)):
-        # flattened in C: a comprehension cost ~1,500 instructions a commit more
-        values = list(chain.from_iterable(rows[start : start + count]))
-        conn.execute(_statement(template, width, count), values)
-
-
-def pieces(total: int) -> Iterator[tuple[int, int]]:
-    """``(start, count)`` of the statements that carry ``total`` rows: each count a power of
-    two up to :data:`MOST_ROWS`, the largest first (13 rows: 8, 4, 1). A statement's text then
-    takes one of a few shapes, which the connection's statement cache keeps compiled: a text
-    for exactly ``total`` rows differed from batch to batch and SQLite parsed it every time
-    (~35,000 instructions per commit in a burst)."""
-    start = 0
-    while start < total:
-        count = min(1 << ((total - start).bit_length() - 1), MOST_ROWS)
-        yield start, count
-        start += count
-
-
-@functools.lru_cache(maxsize=64)
-def _statement(template: str, width: int, count: int) -> str:
-    """``template`` with ``count`` rows of ``width`` placeholders."""
-    placeholder = "(" + ", ".join("?" * width) + ")"
-    return template.format(rows=", ".join([placeholder] * count))
 
 
 @functools.lru_cache(maxsize=16)
