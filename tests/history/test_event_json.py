@@ -103,7 +103,7 @@ def _both(write: Any, reference: Any, value: Any) -> None:
     assert write(value) == expected
 
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize("cls", EVENT_TYPES, ids=lambda cls: cls.__name__)
