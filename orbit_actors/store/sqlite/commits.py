@@ -28,6 +28,7 @@ from ..flow_slots import admits_in, take_slot
 from ..group import CommitWork
 from ..rules import check_commit
 from .rate_log import read_book, write_book
+from .shapes import insert_rows, pieces
 
 _WRITTEN = (
     "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
@@ -36,9 +37,10 @@ _WRITTEN = (
 ROW_COLUMNS = f"{_WRITTEN}, wake_at_ms, COALESCE(busy, 1), paused"
 """The columns of an :class:`ExecutionRow`, in its fields' order (a row from before the
 wake-up index reads as busy)."""
-# Each statement below is sent for the whole batch as one multi-row statement: one step of
-# SQLite, so the writer thread gives up and takes back the GIL a few times per batch rather than
-# once per row (under a busy trio thread every take-back can wait a whole switch interval).
+# Each statement below is sent for the whole batch as a few multi-row statements of fixed shapes
+# (shapes.py): a few steps of SQLite, so the writer thread gives up and takes back the GIL a few
+# times per batch rather than once per row (under a busy trio thread every take-back can wait a
+# whole switch interval), and texts the statement cache keeps compiled.
 _UPDATED = (
     "run = excluded.run, version = excluded.version, definition_hash = excluded.definition_hash, "
     "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
@@ -59,8 +61,6 @@ _INSERT_SEGMENTS = (
 )
 _ARCHIVE_RUNS = "INSERT INTO runs (execution_id, run, head, last_seq) VALUES {rows}"
 _COUNTED = ("segments", "executions")  # the tables whose next id the writer hands out
-_MAX_VARIABLES = 30_000  # below SQLite's default limit of 32,766 bound parameters
-_LOOKUP_CHUNK = 500
 
 
 class Position(NamedTuple):
@@ -99,9 +99,15 @@ class CommitBatcher:
         kept: list[tuple[Any, ...]] = []  # summaries whose row keeps its status
         archived: list[tuple[Any, ...]] = []
         book = read_book(conn, [work.commit for work in works])
+        staged, positions = self._staged, self._positions
         for work in works:
             commit: Commit = work.commit
-            current = self._current(commit.row.execution_id)
+            row = commit.row
+            execution_id = row.execution_id
+            # (an execution committed earlier in this batch is staged; None: it finished)
+            current = (
+                staged[execution_id] if execution_id in staged else positions.get(execution_id)
+            )
             if commit.create and current is not None:
                 work.refused = True
                 continue
@@ -117,11 +123,10 @@ class CommitBatcher:
                 work.limited = book.charge(commit)
                 if work.limited is not None:
                     continue
-            take_slot(SQLITE, conn, commit)
+            if row.flow_key is not None:  # (only one with a concurrency key holds a slot)
+                take_slot(SQLITE, conn, commit)
             if commit.rollover and current is not None:
-                archived.append(
-                    (commit.row.execution_id, current.run, current.head, current.last_seq)
-                )
+                archived.append((execution_id, current.run, current.head, current.last_seq))
             head = current.head if current is not None and not commit.rollover else None
             if commit.events:
                 segment_id = self._allocate("segments")
@@ -130,9 +135,7 @@ class CommitBatcher:
             # a second commit of one execution in a batch sets everything: the rows of
             # ``kept`` are written first, so only an execution's first row may go there
             keeps = (
-                current is not None
-                and current.status == commit.row.status
-                and commit.row.execution_id not in self._staged
+                current is not None and current.status == row.status and execution_id not in staged
             )
             (kept if keeps else summaries).append(self._summarize(commit, current, head))
         if book is not None:
@@ -166,11 +169,6 @@ class CommitBatcher:
         self._staged_next[table] = value + 1
         return value
 
-    def _current(self, execution_id: str) -> Position | None:
-        if execution_id in self._staged:
-            return self._staged[execution_id]
-        return self._positions.get(execution_id)
-
     def _summarize(
         self, commit: Commit, current: Position | None, head: int | None
     ) -> tuple[Any, ...]:
@@ -193,38 +191,24 @@ class CommitBatcher:
 
     def _load_missing(self, conn: sqlite3.Connection, works: list[Any]) -> None:
         ids = {w.commit.row.execution_id for w in works}
-        missing = [i for i in ids if self._current(i) is None]
+        missing = [i for i in ids if i not in self._positions]  # (nothing is staged yet)
         if not missing:  # the usual batch: every execution in it committed before
             return
-        for start in range(0, len(missing), _LOOKUP_CHUNK):
-            chunk = missing[start : start + _LOOKUP_CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            query = (
-                "SELECT execution_id, ord, run, last_seq, head, status FROM executions "
-                f"WHERE execution_id IN ({marks})"
-            )
-            for execution_id, ord_, run, last_seq, head, status in conn.execute(query, chunk):
+        for start, count in pieces(len(missing)):
+            chunk = missing[start : start + count]
+            for execution_id, ord_, run, last_seq, head, status in conn.execute(
+                _lookup(count), chunk
+            ):
                 self._positions[execution_id] = Position(ord_, run, last_seq, head, status)
 
 
-def insert_rows(conn: sqlite3.Connection, template: str, rows: list[tuple[Any, ...]]) -> None:
-    """Run ``template`` (with ``{rows}`` for the VALUES list) for all ``rows``, as few
-    multi-row statements as SQLite's parameter limit allows."""
-    if not rows:
-        return
-    width = len(rows[0])
-    per_statement = max(1, _MAX_VARIABLES // width)
-    for start in range(0, len(rows), per_statement):
-        chunk = rows[start : start + per_statement]
-        conn.execute(_statement(template, width, len(chunk)), [v for row in chunk for v in row])
-
-
-@functools.lru_cache(maxsize=64)
-def _statement(template: str, width: int, count: int) -> str:
-    """``template`` with ``count`` rows of ``width`` placeholders (built once per shape: a
-    batch of one commit, the common case, asks for the same few every time)."""
-    placeholder = "(" + ", ".join("?" * width) + ")"
-    return template.format(rows=", ".join([placeholder] * count))
+@functools.lru_cache(maxsize=16)
+def _lookup(count: int) -> str:
+    """The positions of ``count`` executions (their ids bound)."""
+    return (
+        "SELECT execution_id, ord, run, last_seq, head, status FROM executions "
+        f"WHERE execution_id IN ({', '.join('?' * count)})"
+    )
 
 
 def _segment(segment_id: int, prev: int | None, work: CommitWork) -> tuple[Any, ...]:
