@@ -175,7 +175,7 @@ async def _read(
             return
         outbox.sent_error = False
         message = _decode(frame, outbox.send)
-        if isinstance(message, wire.Complete | wire.Fail):
+        if isinstance(message, _RESULTS):
             outbox.results += 1
             if not connection.report_soon(message, outbox.result_done):  # the usual case
                 nursery.start_soon(_handle_result, connection, message, outbox)
@@ -184,6 +184,9 @@ async def _read(
         errors_in_row = errors_in_row + 1 if outbox.sent_error else 0
         if errors_in_row >= MAX_PROTOCOL_ERRORS:
             outbox.close(1008, f"{MAX_PROTOCOL_ERRORS} protocol errors in a row")
+
+
+_RESULTS = (wire.Complete, wire.Fail)  # a tuple: ``Complete | Fail`` is a new union each time
 
 
 def _decode(frame: str | bytes, send: Any) -> wire.WorkerMessage | None:
