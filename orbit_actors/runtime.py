@@ -28,7 +28,14 @@ from .actors.http_runner import HttpRunner
 from .actors.pool import WorkerPool
 from .actors.rate_windows import serve_rate_windows
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
-from .actors.sessions import Connection, Send, SessionManager, SessionPorts, WorkerSession
+from .actors.sessions import (
+    Connection,
+    Send,
+    SendAck,
+    SessionManager,
+    SessionPorts,
+    WorkerSession,
+)
 from .actors.task_board import TaskBoard, waiting_counts
 from .decide.compat import Divergence
 from .decide.query import evaluate_query
@@ -724,11 +731,13 @@ class Runtime:
 
     # -- workers ---------------------------------------------------------------------------
     def connect(
-        self, send: Send, close: Any = None, bound_worker_id: str | None = None
-    ) -> Connection:
+        self, send: Send, close: Any = None, bound_worker_id: str | None = None,
+        send_ack: SendAck | None = None,
+    ) -> Connection:  # fmt: skip
         """A worker connection; the gateway feeds it decoded messages. ``bound_worker_id`` is
-        the worker its credentials name, if they name one."""
-        return self.sessions.connect(send, close, bound_worker_id)
+        the worker its credentials name, if they name one; ``send_ack``, see
+        :meth:`~.actors.sessions.SessionManager.connect`."""
+        return self.sessions.connect(send, close, bound_worker_id, send_ack)
 
     async def workers(self) -> list[Worker]:
         """Every worker ever registered, with its live sessions and tasks in flight."""

@@ -33,6 +33,8 @@ from .pool import WorkerPool
 log = logging.getLogger("orbit.workers")
 
 Send = Callable[[wire.ServerMessage], None]
+SendAck = Callable[[str, bool, str | None, str | int | None], None]
+"""Send the ``ack`` of a result: its token, accepted, reason and ref (the message's fields)."""
 _ACK_GIVEN = frozenset({"token", "accepted", "reason", "ref"})
 Close = Callable[[int, str], None]
 Answered = Callable[[Verdict | OrbitError], None]
@@ -96,11 +98,14 @@ class SessionManager:
         self.server_tag = ""  # shared mode: this server's id, which names its sessions
 
     def connect(
-        self, send: Send, close: Close | None = None, bound_worker_id: str | None = None
-    ) -> Connection:
+        self, send: Send, close: Close | None = None, bound_worker_id: str | None = None,
+        send_ack: SendAck | None = None,
+    ) -> Connection:  # fmt: skip
         """A new connection; feed it every decoded message. ``bound_worker_id``: the worker
-        its credentials name; it may register as no other."""
-        connection = Connection(self, send, close or (lambda code, reason: None))
+        its credentials name; it may register as no other. ``send_ack`` sends a result's ack
+        without its model (the gateway encodes it at once); by default the ``Ack`` is
+        ``send``'s."""
+        connection = Connection(self, send, close or (lambda code, reason: None), send_ack)
         connection.bound_worker_id = bound_worker_id
         return connection
 
@@ -216,10 +221,13 @@ class SessionManager:
 class Connection:
     """The protocol of one connection: registration, results, heartbeats, credit, goodbye."""
 
-    def __init__(self, manager: SessionManager, send: Send, close: Close) -> None:
+    def __init__(
+        self, manager: SessionManager, send: Send, close: Close, send_ack: SendAck | None = None
+    ) -> None:
         self.manager = manager
         self.send = send
         self.close = close
+        self.send_ack = send_ack or self._send_ack_model
         self.session: WorkerSession | None = None
         self.ever_registered = False
         self.bound_worker_id: str | None = None
@@ -314,10 +322,12 @@ class Connection:
             return
         if verdict.accepted:
             crash_point("result-before-ack")
-        fields = {
-            "type": "ack", "token": verdict.token, "accepted": verdict.accepted,
-            "reason": verdict.reason, "ref": message.id,
-        }  # fmt: skip
+        self.send_ack(verdict.token, verdict.accepted, verdict.reason, message.id)
+
+    def _send_ack_model(
+        self, token: str, accepted: bool, reason: str | None, ref: str | int | None
+    ) -> None:
+        fields = {"type": "ack", "token": token, "accepted": accepted, "reason": reason, "ref": ref}
         self.send(unchecked(wire.Ack, fields, _ACK_GIVEN))  # one per result: not validated
 
     async def _register(self, message: wire.Register) -> None:

@@ -22,8 +22,9 @@ class ServerSocket(Protocol):
         """The next whole message; raises :class:`~.websocket.SocketClosed` once closed."""
         ...
 
-    async def send(self, *messages: str) -> None:
-        """Send text messages in order; raises :class:`~.websocket.SocketClosed` once closed."""
+    async def send_utf8(self, *payloads: bytes) -> None:
+        """Send text messages, each given as its UTF-8 bytes, in order; raises
+        :class:`~.websocket.SocketClosed` once closed."""
         ...
 
     async def close(self, code: int, reason: str = "") -> None:

@@ -102,10 +102,11 @@ class AsgiSocket:
         text = message.get("text")
         return text if text is not None else bytes(message.get("bytes") or b"")
 
-    async def send(self, *messages: str) -> None:
-        """Send text messages in order; :class:`~.websocket.SocketClosed` once closed."""
-        for message in messages:
-            await self._put({"type": "websocket.send", "text": message})
+    async def send_utf8(self, *payloads: bytes) -> None:
+        """Send text messages, each given as its UTF-8 bytes, in order;
+        :class:`~.websocket.SocketClosed` once closed."""
+        for payload in payloads:
+            await self._put({"type": "websocket.send", "text": payload.decode()})
 
     async def close(self, code: int, reason: str = "") -> None:
         """Send a close frame (once)."""

@@ -18,6 +18,7 @@ import binascii
 import functools
 import hashlib
 import os
+import struct
 from dataclasses import dataclass
 
 from .http1 import Refusal
@@ -101,6 +102,28 @@ def encode_masked_frame(opcode: int, payload: bytes, key: bytes, *, fin: bool = 
 def encode_text(message: str) -> bytes:
     """A text message in one frame."""
     return encode_frame(TEXT, message.encode("utf-8"))
+
+
+def encode_texts(payloads: tuple[bytes, ...]) -> bytes:
+    """Text messages, each given as its UTF-8 bytes, one frame each, in one buffer: what
+    :func:`encode_text` gives each, joined (the worker's frames are mostly under 64 KiB, whose
+    heads come from a table or one ``struct`` call, not from :func:`_head`)."""
+    parts: list[bytes] = []
+    add = parts.append
+    for payload in payloads:
+        size = len(payload)
+        if size < 126:
+            add(_SMALL_TEXT_HEADS[size])
+        elif size < 65536:
+            add(_TEXT_HEAD_16(_FINAL_TEXT, 126, size))
+        else:
+            add(_head(TEXT, size, 0))
+        add(payload)
+    return b"".join(parts)
+
+
+_SMALL_TEXT_HEADS = [bytes((_FINAL_TEXT, size)) for size in range(126)]
+_TEXT_HEAD_16 = struct.Struct("!BBH").pack
 
 
 def encode_close(code: int, reason: str = "") -> bytes:

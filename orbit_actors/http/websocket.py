@@ -73,12 +73,12 @@ class WebSocket:
                 await self._answer_close(found)
                 raise SocketClosed
 
-    async def send(self, *messages: str) -> None:
-        """Send text messages, in order, in one write; raises :class:`SocketClosed` once the
-        socket is closed."""
+    async def send_utf8(self, *payloads: bytes) -> None:
+        """Send text messages given as their UTF-8 bytes, in order, in one write; raises
+        :class:`SocketClosed` once the socket is closed."""
         if self._closed:
             raise SocketClosed
-        await self._send_raw(b"".join(map(frames.encode_text, messages)))
+        await self._send_raw(frames.encode_texts(payloads))
 
     async def close(self, code: int, reason: str = "") -> None:
         """Send a close frame (once); the transport closes the stream when the handler ends."""

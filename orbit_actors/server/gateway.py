@@ -56,7 +56,7 @@ class _Outbox:
     saying why."""
 
     def __init__(self, serving: trio.CancelScope) -> None:
-        self._frames: deque[str] = deque()
+        self._frames: deque[bytes] = deque()  # each message's UTF-8 JSON
         self._close: _Close | None = None  # once queued, nothing more is
         self._serving = serving
         self._writer = trio.lowlevel.ParkingLot()  # the writer waiting for frames
@@ -69,15 +69,18 @@ class _Outbox:
     def send(self, message: wire.ServerMessage) -> None:
         """Queue ``message`` (the session layer's ``send``: it never blocks)."""
         if isinstance(message, wire.Task):
-            self._queue(wire.encode_text(message))
+            self._queue(wire.encode_utf8(message))
             return
         if isinstance(message, wire.ErrorMessage):
             self.sent_error = True
-        if self._others >= MAX_OUTBOX:
-            self.stalled(f"over {MAX_OUTBOX} frames wait to be sent: the worker is not reading")
-            return
-        self._others += 1
-        self._queue(wire.encode_text(message))
+        self._queue_other(wire.encode_utf8(message))
+
+    def send_ack(
+        self, token: str, accepted: bool, reason: str | None, ref: str | int | None
+    ) -> None:
+        """Queue a result's ``ack`` (the session layer's ``send_ack``), encoded without its
+        model."""
+        self._queue_other(wire.encode_ack(token, accepted, reason, ref))
 
     def close(self, code: int, reason: str) -> None:
         """Queue the close frame: it leaves after what was queued before it."""
@@ -90,7 +93,7 @@ class _Outbox:
         self.overflowed = why
         self._serving.cancel()
 
-    async def take(self) -> tuple[list[str], _Close | None]:
+    async def take(self) -> tuple[list[bytes], _Close | None]:
         """Everything queued, once there is something (the writer's wait), and the close
         frame that follows it, if one was queued."""
         while not self._frames and self._close is None:
@@ -109,7 +112,8 @@ class _Outbox:
     def result_done(self) -> None:
         """A result was answered (its answer is queued)."""
         self.results -= 1
-        self._room.unpark_all()
+        if self._room:  # the reader waits (rarely: trio's unpark costs even with none)
+            self._room.unpark_all()
 
     async def close_overflowed(self, socket: Socket) -> None:
         """After a stall, try the 1008 close frame for a moment (the worker is not reading,
@@ -118,10 +122,18 @@ class _Outbox:
             with trio.move_on_after(OVERFLOW_CLOSE_WAIT):
                 await socket.close(1008, self.overflowed)
 
-    def _queue(self, text: str) -> None:
+    def _queue_other(self, payload: bytes) -> None:
+        """Queue a frame that is not a task, within :data:`MAX_OUTBOX`."""
+        if self._others >= MAX_OUTBOX:
+            self.stalled(f"over {MAX_OUTBOX} frames wait to be sent: the worker is not reading")
+            return
+        self._others += 1
+        self._queue(payload)
+
+    def _queue(self, payload: bytes) -> None:
         if self._close is not None:
             return  # closing: nothing after the close frame
-        self._frames.append(text)
+        self._frames.append(payload)
         if len(self._frames) == 1:
             self._writer.unpark()
 
@@ -134,7 +146,7 @@ async def serve_connection(
     await socket.accept()
     serving = trio.CancelScope()
     outbox = _Outbox(serving)
-    connection = runtime.connect(outbox.send, outbox.close, bound_worker_id)
+    connection = runtime.connect(outbox.send, outbox.close, bound_worker_id, outbox.send_ack)
     try:
         with serving:
             async with trio.open_nursery() as nursery:
@@ -163,7 +175,7 @@ async def _read(
             return
         outbox.sent_error = False
         message = _decode(frame, outbox.send)
-        if isinstance(message, wire.Complete | wire.Fail):
+        if isinstance(message, _RESULTS):
             outbox.results += 1
             if not connection.report_soon(message, outbox.result_done):  # the usual case
                 nursery.start_soon(_handle_result, connection, message, outbox)
@@ -172,6 +184,9 @@ async def _read(
         errors_in_row = errors_in_row + 1 if outbox.sent_error else 0
         if errors_in_row >= MAX_PROTOCOL_ERRORS:
             outbox.close(1008, f"{MAX_PROTOCOL_ERRORS} protocol errors in a row")
+
+
+_RESULTS = (wire.Complete, wire.Fail)  # a tuple: ``Complete | Fail`` is a new union each time
 
 
 def _decode(frame: str | bytes, send: Any) -> wire.WorkerMessage | None:
@@ -223,11 +238,11 @@ async def _write(socket: Socket, outbox: _Outbox, scope: trio.CancelScope) -> No
     try:
         with stall:
             while True:
-                texts, close = await outbox.take()
-                if texts:
-                    for start in range(0, len(texts), WRITE_PIECE):
+                payloads, close = await outbox.take()
+                if payloads:
+                    for start in range(0, len(payloads), WRITE_PIECE):
                         stall.deadline = trio.current_time() + WRITE_STALL  # moved on progress
-                        await socket.send(*texts[start : start + WRITE_PIECE])
+                        await socket.send_utf8(*payloads[start : start + WRITE_PIECE])
                     stall.deadline = math.inf  # waiting for frames is no stall
                 if close is not None:
                     await socket.close(close.code, close.reason)

@@ -263,11 +263,17 @@ def encode(message: ServerMessage) -> dict[str, Any]:
 
 
 def encode_text(message: ServerMessage) -> str:
-    """:func:`encode` as compact JSON text: the message's fields, absent ones left out, written
-    by pydantic-core's serializer in one call. Every field of a server message is a plain JSON
-    value (``input`` and ``warnings`` included), so the serializer's inference writes the bytes
-    the model's own schema does (``tests/server/test_wire_encoding.py`` compares them) for a
-    third of the cost: no ``exclude`` set, no model schema walked."""
+    """:func:`encode` as compact JSON text (:func:`encode_utf8`'s bytes decoded)."""
+    return encode_utf8(message).decode()
+
+
+def encode_utf8(message: ServerMessage) -> bytes:
+    """:func:`encode` as compact JSON in UTF-8, as a text frame carries it: the message's
+    fields, absent ones left out, written by pydantic-core's serializer in one call. Every field
+    of a server message is a plain JSON value (``input`` and ``warnings`` included), so the
+    serializer's inference writes the bytes the model's own schema does
+    (``tests/server/test_wire_encoding.py`` compares them) for a third of the cost: no
+    ``exclude`` set, no model schema walked."""
     data = message.__dict__
     fresh = True
     for name, absent in _LEFT_OUT[type(message)]:
@@ -275,7 +281,19 @@ def encode_text(message: ServerMessage) -> str:
             if fresh:
                 data, fresh = data.copy(), False
             del data[name]
-    return _to_json(data, inf_nan_mode="null").decode()
+    return _to_json(data, inf_nan_mode="null")
+
+
+def encode_ack(token: str, accepted: bool, reason: str | None, ref: str | int | None) -> bytes:
+    """``encode_utf8(Ack(token=token, accepted=accepted, reason=reason, ref=ref))`` without
+    the model (one per result: building it and reading it back cost three times the
+    serializer's own call). The same serializer over the same fields in the same order."""
+    fields: dict[str, Any] = {"type": "ack", "token": token, "accepted": accepted}
+    if reason is not None:
+        fields["reason"] = reason
+    if ref is not None:
+        fields["ref"] = ref
+    return _to_json(fields, inf_nan_mode="null")
 
 
 _to_json = to_json

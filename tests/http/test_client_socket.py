@@ -56,7 +56,7 @@ class EchoApp:
                 answer = (
                     request.headers.get("authorization", "") if message == "whoami" else message
                 )
-                await socket.send(answer)
+                await socket.send_utf8(answer.encode())
         except SocketClosed:
             return None
 

@@ -111,6 +111,20 @@ def test_server_frames_of_every_length_form_are_read_by_a_client(size: int) -> N
     assert len(events[0].data.encode()) == size
 
 
+@given(
+    st.lists(
+        st.text(st.characters(codec="utf-8"), max_size=200)
+        | st.sampled_from([125, 126, 127, 65535, 65536]).map(lambda size: "x" * size),
+        max_size=6,
+    )
+)
+def test_texts_framed_from_their_utf8_bytes_are_the_frames_of_each_text_joined(
+    texts: list[str],
+) -> None:
+    payloads = tuple(text.encode() for text in texts)
+    assert frames.encode_texts(payloads) == b"".join(map(frames.encode_text, texts))
+
+
 def test_a_close_frame_is_read_by_a_client_with_its_code() -> None:
     ws = client()
     ws.receive_data(frames.encode_close(1008, "too many protocol errors"))

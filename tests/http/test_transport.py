@@ -58,7 +58,7 @@ class EchoApp:
             while True:
                 message = await socket.receive()
                 assert isinstance(message, str)
-                await socket.send(message)
+                await socket.send_utf8(message.encode())
         except SocketClosed:
             return None
 

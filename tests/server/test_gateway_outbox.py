@@ -46,9 +46,9 @@ class FakeSocket:
             await trio.sleep_forever()
         return self.frames.pop(0)
 
-    async def send(self, *messages: str) -> None:
+    async def send_utf8(self, *payloads: bytes) -> None:
         await self.reading.wait()
-        self.received.extend(json.loads(message) for message in messages)
+        self.received.extend(json.loads(payload) for payload in payloads)
 
     async def close(self, code: int, reason: str = "") -> None:
         self.close_code = code
@@ -83,7 +83,7 @@ async def test_answers_wait_for_a_slow_reader_within_the_bound_and_reading_pause
     waiting: list[int] = []
     take = gateway._Outbox.take
 
-    async def counted_take(self: gateway._Outbox) -> tuple[list[str], gateway._Close | None]:
+    async def counted_take(self: gateway._Outbox) -> tuple[list[bytes], gateway._Close | None]:
         taken = await take(self)
         waiting.append(len(taken[0]))
         return taken

@@ -1,6 +1,7 @@
 """A server message is written as the bytes its pydantic model encodes to, absent fields left
 out: :func:`~orbit_actors.wire.messages.encode_text` writes the fields without the model's
-schema, so it is checked against the model's own serializer for many generated values."""
+schema (and :func:`~orbit_actors.wire.messages.encode_ack` an ack without its model), so each is
+checked against the model's own serializer for many generated values."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ def test_an_ack_is_written_as_its_model_encodes_it(
 ) -> None:
     ack = wire.Ack(token=token, accepted=accepted, reason=reason, ref=ref)
     assert wire.encode_text(ack) == _by_model(ack)
+    assert wire.encode_ack(token, accepted, reason, ref).decode() == _by_model(ack)
 
 
 def test_nan_and_infinities_in_a_task_input_are_written_null_as_the_model_writes_them() -> None:
