@@ -6,7 +6,7 @@ own package."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 from . import batches as b
@@ -56,10 +56,11 @@ class SqlStore(Generic[C]):
         """Close the reader connections (the store is closing)."""
         self._readers.close()
 
-    async def commit(self, commit: Commit) -> None:
+    def commit(self, commit: Commit) -> Coroutine[Any, Any, None]:
         """Append events and the summary row atomically; returns once durable. A ``create``
-        commit for a stored id raises :class:`AlreadyStored`."""
-        await self._writer.commit(commit)
+        commit for a stored id raises :class:`AlreadyStored`. (The writer's coroutine itself, not
+        one awaiting it: a coroutine less to make, and to pass through at each resumption.)"""
+        return self._writer.commit(commit)
 
     async def _rows(self, statement: str, *args: Any) -> list[tuple[Any, ...]]:
         query = self._sql(statement)
