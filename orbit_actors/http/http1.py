@@ -133,8 +133,8 @@ def simple_request(data: bytes, max_body_bytes: int) -> Request | None:
     if len(headers) != len(pairs) or "host" not in headers or not _NOT_PLAIN.isdisjoint(headers):
         return None  # a repeated header, no Host, or a body framed otherwise
     declared = headers.get("content-length", "0")
-    if not declared.isdigit() or (declared[0] == "0" and declared != "0"):
-        return None
+    if not declared.isdigit() or (declared[0] == "0" and declared != "0") or len(declared) > 18:
+        return None  # 19 digits and more: over any limit (and int() refuses over 4,300)
     length = int(declared)
     keep_alive = _KEEP_ALIVE.get(headers.get("connection", "keep-alive").lower())
     if length > max_body_bytes or len(data) - head.end() != length or keep_alive is None:
