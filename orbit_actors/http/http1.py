@@ -247,8 +247,8 @@ class RequestReader:
         if self._version == "1.1" and self._hosts != 1:
             why = "is required" if not self._hosts else "must be sent once, not repeated"
             self._refuse(Refusal(400, f"the Host header {why} in HTTP/1.1 (RFC 9112 3.2)"))
-        declared = self._headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self._max_body:
+        declared = self._headers.get("content-length", "").lstrip("0")  # llhttp takes 000…05
+        if declared.isdigit() and int(declared) > self._max_body:  # < 2**64: llhttp checked
             self._refuse(Refusal(413, "the request body is over the server's limit"))
         if self._headers.get("expect", "").lower() == "100-continue":
             self.expects_continue = True

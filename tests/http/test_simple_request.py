@@ -155,3 +155,11 @@ def test_a_content_length_of_many_digits_is_refused_as_httptools_refuses_it(digi
     # over 20 llhttp says overflow (400) where the plain reading said 413
     data = PLAIN.replace(b"Content-Length: 2", b"Content-Length: " + b"1" * digits)
     assert outcome(data, 1) == by_httptools(data, 1) == [(400, ANY_OVERFLOW)]
+
+
+def test_a_content_length_of_many_leading_zeros_is_its_value() -> None:
+    # llhttp reads 000…05 as 5; int() of its 5,001 digits raised ValueError in the reader's
+    # httptools callback (an AssertionError out of feed: no answer, a crash logged)
+    data = PLAIN.replace(b"Content-Length: 2", b"Content-Length: " + b"0" * 5000 + b"2")
+    [request] = outcome(data, 1)
+    assert request.body == b"{}"
