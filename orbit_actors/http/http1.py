@@ -133,8 +133,8 @@ def simple_request(data: bytes, max_body_bytes: int) -> Request | None:
     if len(headers) != len(pairs) or "host" not in headers or not _NOT_PLAIN.isdisjoint(headers):
         return None  # a repeated header, no Host, or a body framed otherwise
     declared = headers.get("content-length", "0")
-    if not declared.isdigit() or (declared[0] == "0" and declared != "0"):
-        return None
+    if not declared.isdigit() or (declared[0] == "0" and declared != "0") or len(declared) > 18:
+        return None  # 19 digits and more: over any limit (and int() refuses over 4,300)
     length = int(declared)
     keep_alive = _KEEP_ALIVE.get(headers.get("connection", "keep-alive").lower())
     if length > max_body_bytes or len(data) - head.end() != length or keep_alive is None:
@@ -247,8 +247,8 @@ class RequestReader:
         if self._version == "1.1" and self._hosts != 1:
             why = "is required" if not self._hosts else "must be sent once, not repeated"
             self._refuse(Refusal(400, f"the Host header {why} in HTTP/1.1 (RFC 9112 3.2)"))
-        declared = self._headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self._max_body:
+        declared = self._headers.get("content-length", "").lstrip("0")  # llhttp takes 000…05
+        if declared.isdigit() and int(declared) > self._max_body:  # < 2**64: llhttp checked
             self._refuse(Refusal(413, "the request body is over the server's limit"))
         if self._headers.get("expect", "").lower() == "100-continue":
             self.expects_continue = True
