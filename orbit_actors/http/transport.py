@@ -358,7 +358,9 @@ class Server:
         """The body of a request the parser left at its upgrade headers (by its length)."""
         if "chunked" in request.headers.get("transfer-encoding", "").lower():
             raise Refusal(400, "a chunked body with an Upgrade header is not supported")
-        declared = request.headers.get("content-length", "0")
+        # llhttp checked the value is under 2**64, but takes any number of leading zeros, and
+        # int() refuses over 4,300 digits
+        declared = request.headers.get("content-length", "0").lstrip("0") or "0"
         length = int(declared) if declared.isdigit() else 0
         if length > self._limits.max_body_bytes:
             raise Refusal(413, "the request body is over the server's limit")

@@ -362,6 +362,22 @@ async def test_an_upgrade_to_another_protocol_is_answered_in_http_1_1_with_its_b
         assert header(response, "connection") == "close"
 
 
+async def test_an_upgrade_whose_length_has_thousands_of_leading_zeros_is_read_by_its_value() -> None:
+    async with running(EchoApp()) as (_, port):
+        client = await Client.open(port)
+        length = "0" * 5000 + "5"  # llhttp takes it as 5; int() refuses over 4,300 digits
+        await client.stream.send_all(
+            b"POST /x HTTP/1.1\r\nhost: t\r\nconnection: Upgrade, HTTP2-Settings\r\n"
+            b"upgrade: h2c\r\nhttp2-settings: AAMAAABkAARAAAAAAAIAAAAA\r\n"
+            b"content-length: " + length.encode() + b"\r\n\r\nhello"
+        )
+        raw = b""
+        with trio.fail_after(10):
+            while chunk := await client.stream.receive_some(65536):
+                raw += chunk
+        assert raw.startswith(b"HTTP/1.1 200 OK\r\n") and b'"body": "hello"' in raw
+
+
 def test_a_head_and_a_large_body_arriving_together_are_judged_apart() -> None:
     from orbit_actors.http.http1 import Refusal, RequestReader
 
