@@ -362,7 +362,9 @@ async def test_an_upgrade_to_another_protocol_is_answered_in_http_1_1_with_its_b
         assert header(response, "connection") == "close"
 
 
-async def test_an_upgrade_whose_length_has_thousands_of_leading_zeros_is_read_by_its_value() -> None:
+async def test_an_upgrade_whose_length_has_thousands_of_leading_zeros_is_read_by_its_value() -> (
+    None
+):
     async with running(EchoApp()) as (_, port):
         client = await Client.open(port)
         length = "0" * 5000 + "5"  # llhttp takes it as 5; int() refuses over 4,300 digits
