@@ -124,6 +124,8 @@ class Client:
                 if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
                     self.h11.start_next_cycle()
                 return head, body
+            elif isinstance(event, h11.ConnectionClosed):
+                raise AssertionError("the server closed the connection without an answer")
 
     async def closed(self) -> bool:
         """True once the server has closed the connection."""
