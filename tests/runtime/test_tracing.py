@@ -5,7 +5,7 @@ step's span, nothing exported before it has ended, and the same ids after a rest
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 import trio
@@ -90,19 +90,24 @@ async def test_a_parent_and_its_children_share_one_trace_nested_under_the_parent
     )
 
 
-async def test_each_attempt_has_its_own_span_and_a_failed_one_is_an_error(
-    traced: Runtime, exporter: InMemorySpanExporter, autojump_clock: MockClock
-) -> None:
+def failing_first(times: int) -> Callable[[wire.Task], Awaitable[object]]:
+    """A task handler that fails ``times`` attempts (``FLAKY``), then answers ``{"ok": true}``."""
     calls = 0
 
-    async def fails_twice(task: wire.Task) -> object:
+    async def handle(task: wire.Task) -> object:
         nonlocal calls
         calls += 1
-        if calls < 3:
+        if calls <= times:
             raise TaskFailure("FLAKY", "not yet")
         return {"ok": True}
 
-    worker = FakeWorker(traced, "w1", handler=fails_twice)
+    return handle
+
+
+async def test_each_attempt_has_its_own_span_and_a_failed_one_is_an_error(
+    traced: Runtime, exporter: InMemorySpanExporter, autojump_clock: MockClock
+) -> None:
+    worker = FakeWorker(traced, "w1", handler=failing_first(2))
     assert await run_to_end(traced, worker, "flaky", "f-1") == "completed"
     attempts = sorted(
         (s for s in exporter.get_finished_spans() if s.name == "step a"),
@@ -163,17 +168,8 @@ async def test_the_metrics_and_the_log_see_each_event_once_beside_the_traces(
 ) -> None:
     # three observers of StepAttemptFailed, StepSucceeded, WorkflowCreated and
     # WorkflowCompleted; the log's level is set after the runtime opened
-    calls = 0
-
-    async def fails_once(task: wire.Task) -> object:
-        nonlocal calls
-        calls += 1
-        if calls < 2:
-            raise TaskFailure("FLAKY", "not yet")
-        return {"ok": True}
-
     with caplog.at_level(logging.INFO, logger="orbit.execution"):
-        assert await run_to_end(traced, FakeWorker(traced, "w1", handler=fails_once), "flaky",
+        assert await run_to_end(traced, FakeWorker(traced, "w1", handler=failing_first(1)), "flaky",
                                 "f-2") == "completed"  # fmt: skip
     metrics = traced.metrics
     assert metrics.steps.values == {("flaky", "attempt_failed"): 1, ("flaky", "succeeded"): 1}
