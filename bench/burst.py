@@ -7,10 +7,14 @@ peers are measured. N executions of the 3-step no-op workflow submitted at once,
 - ``--client httpx``: an ``AsyncClient`` per execution (one connection each; one shared pool
   of N connections would measure httpcore's pool, whose cost per request grows with its size).
 
-Then one execution at a time with the same client (p50/p99), and whether a burst of 5,000
-completes with every output right (the burst itself when N is 5,000 or more). ``--compare``
-adds the same burst as start + ``GET …/wait`` and as ``GET /healthz`` (the ceiling the client
-and the transport alone set on this machine).
+Right after the burst, a few executions one at a time: the burst's client has just closed its N
+connections, and those requests wait while the server closes them (their end of file is read by
+each connection's task, all in two or three turns of trio's run loop); printed with how long the
+server stayed busy after the burst. Then, once the server is quiet, one execution at a time with
+the same client (p50/p99), and whether a burst of 5,000 completes with every output right (the
+burst itself when N is 5,000 or more). ``--compare`` adds the same burst as start + ``GET
+…/wait`` and as ``GET /healthz`` (the ceiling the client and the transport alone set on this
+machine).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ import httpx
 import trio
 
 FIVE_THOUSAND = 5000
+AFTER_BURST = 5  # executions one at a time right after a burst
+QUIET_WINDOW = 0.2  # seconds: a server quiet over one spent under QUIET_SHARE of a core
+QUIET_SHARE = 0.1
 Path = Callable[[Any, int], Awaitable[None]]  # one execution (or request) through a client
 
 
@@ -137,20 +144,28 @@ def run_burst(
     """Every ``--burst`` figure (see the module docstring); prints them and returns the line."""
     server_pid, worker_pid = pids
     burst(client, url, min(total, 100), one_request)  # warm up
+    until_quiet(server_pid, cpu_seconds)
     server_before, worker_before = cpu_seconds(server_pid), cpu_seconds(worker_pid)
     client_before = time.process_time()
     rate = burst(client, url, total, one_request)
+    ended = time.perf_counter()
     server_ms = (cpu_seconds(server_pid) - server_before) * 1000 / total
     worker_ms = (cpu_seconds(worker_pid) - worker_before) * 1000 / total
     client_ms = (time.process_time() - client_before) * 1000 / total
     print(f"burst of {total} ({client}), one request each: {rate:,.0f} executions/s; CPU per "
           f"execution: server {server_ms:.3f} ms, worker {worker_ms:.3f} ms, this client "
           f"{client_ms:.2f} ms")  # fmt: skip
+    after = one_at_a_time(client, url, AFTER_BURST)  # sent as the burst's connections close
+    busy = until_quiet(server_pid, cpu_seconds) - ended
+    first = ", ".join(f"{seconds * 1000:.1f}" for seconds in after)
+    print(f"right after the burst, one at a time: {first} ms (the server closes the burst's "
+          f"connections meanwhile); it was quiet again {busy:.2f} s after the burst")  # fmt: skip
     if compare:
         two = burst(client, url, total, start_then_wait)
         ceiling = burst(client, url, total, healthz)
         print(f"burst of {total}, start + wait: {two:,.0f} executions/s; GET /healthz: "
               f"{ceiling:,.0f} requests/s (the client and the transport alone)")  # fmt: skip
+        until_quiet(server_pid, cpu_seconds)
     quiet = sorted(one_at_a_time(client, url, idle_count))
     p50, p99 = _percentile(quiet, 0.5) * 1000, _percentile(quiet, 0.99) * 1000
     print(f"one at a time, one request each ({idle_count}): p50 {p50:.2f} ms, p99 {p99:.2f} ms")
@@ -169,6 +184,18 @@ def run_burst(
     }  # fmt: skip
     print(json.dumps(line))
     return line
+
+
+def until_quiet(pid: int, cpu_seconds: Callable[[int], float], limit: float = 30.0) -> float:
+    """Wait until process ``pid`` spends under :data:`QUIET_SHARE` of a core over
+    :data:`QUIET_WINDOW` (at most ``limit`` seconds); returns the ``time.perf_counter()`` at
+    the start of that quiet window."""
+    deadline = time.perf_counter() + limit
+    while True:
+        began, spent = time.perf_counter(), cpu_seconds(pid)
+        time.sleep(QUIET_WINDOW)
+        if cpu_seconds(pid) - spent < QUIET_SHARE * QUIET_WINDOW or began > deadline:
+            return began
 
 
 def _percentile(ordered: list[float], q: float) -> float:

@@ -5,6 +5,7 @@ WebSocket; executions started and awaited through the HTTP API.
     python bench/e2e.py --burst 500 [--idle 200]
     python bench/e2e.py --server hypercorn   (the same, on the alternative server)
     python bench/e2e.py --log-level info     (the server's own default; benches run at warning)
+    python bench/e2e.py --burst 5000 --worker-concurrency 6000   (the worker's credit: 2,000)
 
 Prints executions/s and start-to-complete latency (p50/p99) for ``--executions`` executions of
 a 3-step no-op workflow with ``--in-flight`` at once, the server's CPU per execution, and the
@@ -15,9 +16,14 @@ line.
 ``--burst N [--client aiohttp|httpx] [--compare] [--skip-5000]`` measures the way an ordinary
 client loads Orbit instead (bench/burst.py): N executions submitted at once, each one
 ``POST /v1/executions?wait=60`` whose answer carries the output, checked; then one execution at
-a time with the same client; then whether a burst of 5,000 completes. Ends with the JSON line
+a time with the same client (the first few of them are printed too: they wait while the server
+closes the burst's connections); then whether a burst of 5,000 completes. Ends with the JSON line
 ``{burst_one_request_exec_per_s, burst_server_cpu_ms_per_exec, burst_worker_cpu_ms_per_exec,
 burst_idle_p50_ms, burst_idle_p99_ms, burst_5000_completed}``.
+
+A burst larger than the worker's concurrency (``--worker-concurrency``, 2,000 by default) costs
+more per execution: each task beyond the worker's credit waits in the dispatcher's queue, and its
+dispatch, when a slot frees, is an offer to its execution's actor and a commit of its own.
 """
 
 from __future__ import annotations
@@ -79,16 +85,17 @@ Processes = tuple["subprocess.Popen[str]", "subprocess.Popen[bytes]", str]
 
 @contextmanager
 def server_and_worker(
-    server_kind: str = "orbit", log_level: str = "warning"
+    server_kind: str = "orbit", log_level: str = "warning", concurrency: int = 2000
 ) -> Iterator[Processes]:
     """A server (``orbit`` or ``hypercorn``) on a fresh SQLite file with the no-op workflow
-    deployed, and a registered, warmed-up no-op worker; yields both processes and the URL, and
-    stops them on the way out."""
+    deployed, and a registered, warmed-up no-op worker of ``concurrency``; yields both
+    processes and the URL, and stops them on the way out."""
     with tempfile.TemporaryDirectory() as folder:
         server, url = start_server(Path(folder), server_kind, log_level=log_level)
         worker = subprocess.Popen(
             [sys.executable, str(ROOT / "bench" / "noop_worker.py")],
-            env={**os.environ, "ORBIT_URL": url}, stderr=subprocess.DEVNULL,
+            env={**os.environ, "ORBIT_URL": url, "ORBIT_BENCH_CONCURRENCY": str(concurrency)},
+            stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
             httpx.post(
@@ -216,8 +223,12 @@ def main() -> None:
     parser.add_argument("--server", choices=["orbit", "hypercorn"], default="orbit")
     parser.add_argument("--log-level", choices=["warning", "info", "debug"], default="warning",
                         help="the server's (its own default is info)")  # fmt: skip
+    parser.add_argument("--worker-concurrency", type=int, default=2000,
+                        help="the worker's; a burst above it queues tasks in the dispatcher")  # fmt: skip
     args = parser.parse_args()
-    with server_and_worker(args.server, args.log_level) as (server, worker, url):
+    with server_and_worker(args.server, args.log_level, args.worker_concurrency) as (
+        server, worker, url,
+    ):  # fmt: skip
         if args.burst:
             _descriptors_for_bursts()
             run_burst(url, (server.pid, worker.pid), args.burst, args.idle, args.client,

@@ -2,6 +2,7 @@
 
     python bench/instructions.py [--mode burst|idle|connections] [--executions N]
                                  [--process server|worker|both] [--log-level warning|info]
+                                 [--worker-concurrency N]
                                  [--keep DIR]   (then: callgrind_annotate DIR/server)
 
 The same path as ``bench/e2e.py`` (``orbit server`` on a SQLite file at its default durability,
@@ -14,6 +15,12 @@ sends N at once over N keep-alive connections, ``idle`` one at a time (the laten
 ``connections`` runs no execution: N connections opened at once each send one ``GET /healthz``
 and close, so the figure is what the transport costs a connection (accept, read, answer,
 close), which each execution of a burst from an ordinary client pays once.
+
+``--worker-concurrency`` below ``--executions`` (say 50 for 300) counts a burst larger than its
+worker's credit, as a burst of 5,000 against the default 2,000 is in seconds: tasks beyond the
+credit wait in the dispatcher, and each one's dispatch is an offer to its actor and a commit of
+its own. Under callgrind the server is too slow for a burst of 5,000 to overrun a credit of
+2,000 (the worker answers faster than the server dispatches), so only a small credit shows it.
 
 Seconds swing with the machine's load; instruction counts do not, so this judges a change to
 the server's or the worker's hot path the way ``bench/cpu.py --instructions`` judges the
@@ -45,7 +52,7 @@ def _callgrind(out: Path) -> list[str]:
 
 
 def start(
-    folder: Path, measure: set[str], log_level: str = "warning"
+    folder: Path, measure: set[str], log_level: str = "warning", concurrency: int = 2000
 ) -> tuple[subprocess.Popen[str], subprocess.Popen[str], str]:
     """The server and the worker, each under callgrind when measured; returns them and the URL."""
     server_cmd = [sys.executable, "-m", "orbit_actors.cli", "server", "--db", str(folder / "b.db"),
@@ -66,8 +73,8 @@ def start(
     worker_cmd = [sys.executable, str(ROOT / "bench" / "noop_worker.py")]
     if "worker" in measure:
         worker_cmd = _callgrind(folder / "worker.%p") + worker_cmd
-    worker = subprocess.Popen(worker_cmd, env={**os.environ, "ORBIT_URL": url},
-                              stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    environment = {**os.environ, "ORBIT_URL": url, "ORBIT_BENCH_CONCURRENCY": str(concurrency)}
+    worker = subprocess.Popen(worker_cmd, env=environment, stderr=subprocess.DEVNULL, text=True)
     return server, worker, url
 
 
@@ -137,11 +144,13 @@ def main() -> None:
         help="the server's (benches run at warning; its default is info)",
     )
     parser.add_argument("--keep", type=Path, help="copy the dumps here (for callgrind_annotate)")
+    parser.add_argument("--worker-concurrency", type=int, default=2000,
+                        help="below the burst: its tasks queue in the dispatcher")  # fmt: skip
     args = parser.parse_args()
     measure = {"server", "worker"} if args.process == "both" else {args.process}
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        server, worker, url = start(folder, measure, args.log_level)
+        server, worker, url = start(folder, measure, args.log_level, args.worker_concurrency)
         try:
             httpx.post(f"{url}/v1/definitions", content=THREE, timeout=600,
                        headers={"content-type": "application/yaml"}).raise_for_status()  # fmt: skip
