@@ -19,8 +19,9 @@ close), which each execution of a burst from an ordinary client pays once.
 ``--worker-concurrency`` below ``--executions`` (say 50 for 300) counts a burst larger than its
 worker's credit, as a burst of 5,000 against the default 2,000 is in seconds: tasks beyond the
 credit wait in the dispatcher, and each one's dispatch is an offer to its actor and a commit of
-its own. Under callgrind the server is too slow for a burst of 5,000 to overrun a credit of
-2,000 (the worker answers faster than the server dispatches), so only a small credit shows it.
+its own. (Counting a burst of 5,000 itself takes the best part of an hour, and the fifth round
+found it only ~5% over one of 100: under callgrind few of its tasks queued. A credit of 50 for
+300 queues nearly every one.)
 
 Seconds swing with the machine's load; instruction counts do not, so this judges a change to
 the server's or the worker's hot path the way ``bench/cpu.py --instructions`` judges the
