@@ -234,7 +234,7 @@ class Server:
             log.exception("a connection failed")
         finally:
             if isinstance(stream, DirectStream):  # first: a miss on trio's ABCs costs ~1.5 K
-                stream.close()  # what aclose_forcefully does, without its cancel scope
+                stream.close(waited_on=False)  # no task of the connection is left to wait
             elif isinstance(stream, trio.SSLStream):
                 await _close_tls(stream)
             else:
