@@ -281,7 +281,7 @@ class Server:
                 return None
             if first and (data.startswith(PREFACE) or PREFACE.startswith(data)):
                 return _Rest(opening=data)
-            if self._draining:
+            if first and self._draining:  # as after each answer, below
                 return None
             request = simple_request(data, self._limits.max_body_bytes)
             if request is None:
@@ -299,7 +299,7 @@ class Server:
             sent = stream.send_now(answer)
             if sent < len(answer):
                 return _Rest(unsent=answer[sent:], close=close)
-            if close:
+            if close or self._draining:  # a drain begun since: it ended only the idle waits
                 return None
             data = None
 
