@@ -146,11 +146,14 @@ def simple_request(data: bytes, max_body_bytes: int) -> Request | None:
 
 class RequestReader:
     """Bytes in (:meth:`feed`), whole requests out (:meth:`next_request`), in order. Plain
-    requests are read by :func:`simple_request` until one is not; from then on, httptools."""
+    requests are read by :func:`simple_request` until one is not; from then on, httptools
+    (from the start with ``plain`` False: the first request is known not to be plain)."""
 
-    def __init__(self, max_body_bytes: int) -> None:
+    def __init__(self, max_body_bytes: int, *, plain: bool = True) -> None:
         self._max_body = max_body_bytes
         self._parser: httptools.HttpRequestParser | None = None  # made when first needed
+        if not plain:
+            self._parser = httptools.HttpRequestParser(self)
         self._ready: deque[Request] = deque()
         self._url = b""
         self._headers: dict[str, str] = {}

@@ -14,32 +14,41 @@ timeout (any wait begun meanwhile is due after that). A wait keeps its deadline 
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import trio
 
 
+class Waiting(Protocol):
+    """A connection's wait (``streams.Deadline``; a cancel scope in the tests)."""
+
+    def cancel(self) -> None:
+        """End the wait."""
+        ...
+
+
 class KeepAlive:
-    """The waits of idle connections, by their cancel scopes (cancelled when due)."""
+    """The waits of idle connections (each cancelled when due)."""
 
     def __init__(self, timeout: float) -> None:
         self._timeout = timeout
-        # scope → when its wait is due, in the order the waits began (which is deadline order)
-        self._waiting: dict[trio.CancelScope, float] = {}
+        # wait → when it is due, in the order the waits began (which is deadline order)
+        self._waiting: dict[Waiting, float] = {}
 
-    def begin(self, scope: trio.CancelScope) -> None:
-        """The connection of ``scope`` waits for a request from now, or, if it already waits,
-        still waits (its deadline stays)."""
-        if scope not in self._waiting:
-            self._waiting[scope] = trio.current_time() + self._timeout
+    def begin(self, wait: Waiting) -> None:
+        """``wait``'s connection waits for a request from now, or, if it already waits, still
+        waits (its deadline stays)."""
+        if wait not in self._waiting:
+            self._waiting[wait] = trio.current_time() + self._timeout
 
-    def end(self, scope: trio.CancelScope) -> None:
-        """The wait of ``scope``'s connection is over (a request began, or the connection
-        ends)."""
-        self._waiting.pop(scope, None)
+    def end(self, wait: Waiting) -> None:
+        """``wait`` is over (a request began, or the connection ends)."""
+        self._waiting.pop(wait, None)
 
     def cancel_all(self) -> None:
         """End every connection waiting now (a drain)."""
-        for scope in self._waiting:
-            scope.cancel()
+        for wait in self._waiting:
+            wait.cancel()
         self._waiting.clear()
 
     async def sweep(self) -> None:

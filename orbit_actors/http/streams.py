@@ -86,14 +86,36 @@ class Deadline:
     stopped reading) ends the connection. :attr:`phase` says which wait ran out.
 
     One scope for the connection's life with its deadline moved, rather than a scope per wait:
-    entering a cancel scope cost more than reading or writing a small request."""
+    entering a cancel scope cost more than reading or writing a small request. A plain
+    HTTP/1.1 connection runs without it for as long as nothing needs a deadline
+    (``Server._serve_plainly``), and enters it (:meth:`enter`) only then."""
+
+    scope: trio.CancelScope
+    """The connection's scope, made when it is entered (:meth:`enter`)."""
 
     def __init__(self, stream: trio.abc.Stream, write_timeout: float) -> None:
         self.stream = stream
-        self.scope = trio.CancelScope()
         self.phase = "idle"
         self._write_timeout = write_timeout
         self._wait_by = math.inf
+        self._entered = False
+
+    def enter(self) -> trio.CancelScope:
+        """The scope, to be entered now (``with out.enter():``; made only then: ~6,000
+        instructions that a connection served without it does not pay)."""
+        self._entered = True
+        self.scope = trio.CancelScope()
+        return self.scope
+
+    def cancel(self) -> None:
+        """End the connection's wait for its next request (the keep-alive timeout, a drain):
+        its scope is cancelled; before it entered its scope, its socket is closed instead, and
+        the wait raises ``ClosedResourceError`` (any read after it too: no race to lose)."""
+        if self._entered:
+            self.scope.cancel()
+        else:
+            assert isinstance(self.stream, DirectStream)  # only those run without their scope
+            self.stream.close()
 
     def expect(self, phase: str, deadline: float) -> None:
         """What the connection waits for now (``idle``, ``head``, ``body``) and until when."""

@@ -38,6 +38,7 @@ import math
 import ssl
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from email.utils import formatdate
 
 import trio
@@ -51,6 +52,7 @@ from .http1 import (
     RequestReader,
     Response,
     encode_response,
+    simple_request,
 )
 from .http2 import PREFACE, Http2Connection
 from .keep_alive import KeepAlive
@@ -68,6 +70,17 @@ _LATE = ("head", "body")  # waits that end in 408 when their deadline passes
 
 
 Listeners = list[trio.abc.Listener[trio.abc.Stream]]
+
+
+@dataclass
+class _Rest:
+    """Where a connection served without its cancel scope (:meth:`Server._serve_plainly`) goes
+    on inside it: one of the three, or none for a connection that has read nothing yet (TLS)."""
+
+    opening: bytes = b""  # the connection's first bytes: HTTP/2's preface, or a part of it
+    data: bytes = b""  # a request that is not plain, or not whole
+    unsent: bytes = b""  # the end of an answer the socket did not take at once
+    close: bool = False  # the connection ends once ``unsent`` has left
 
 
 class _HttpDate:
@@ -206,22 +219,27 @@ class Server:
             stream = DirectStream.over(stream)  # a plain socket without trio's wrappers
         out = Deadline(stream, self._limits.write_timeout)
         try:
-            with out.scope:
-                await self._serve(out)
-            if out.scope.cancelled_caught and out.phase in _LATE:
-                await self._too_late(stream, out.phase)
+            if isinstance(stream, DirectStream):
+                rest = await self._serve_plainly(out, stream)
+            else:
+                rest = _Rest()
+            if rest is not None:
+                with out.enter():
+                    await self._serve(out, rest)
+                if out.scope.cancelled_caught and out.phase in _LATE:
+                    await self._too_late(stream, out.phase)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError, OSError):
             pass  # the client went away
         except Exception:
             log.exception("a connection failed")
         finally:
             if isinstance(stream, DirectStream):  # first: a miss on trio's ABCs costs ~1.5 K
-                stream.close()  # what aclose_forcefully does, without its cancel scope
+                stream.close(waited_on=False)  # no task of the connection is left to wait
             elif isinstance(stream, trio.SSLStream):
                 await _close_tls(stream)
             else:
                 await trio.aclose_forcefully(stream)
-            self._keep_alive.end(out.scope)
+            self._keep_alive.end(out)
             self._open -= 1
             self._room.unpark()  # an accept loop at the cap may take one more
             if self._open == 0 and self._accepting.cancel_called:
@@ -240,13 +258,71 @@ class Server:
     async def _too_late(self, stream: trio.abc.Stream, part: str) -> None:
         """408 for a head or body that did not arrive by its deadline (a write of its own)."""
         out = Deadline(stream, self._limits.write_timeout)
-        with out.scope:
+        with out.enter():
             late = f"the request {part} did not arrive in time; send it whole, promptly"
             await self._refuse(out, Refusal(408, late))
 
-    async def _serve(self, out: Deadline) -> None:
+    async def _serve_plainly(self, out: Deadline, stream: DirectStream) -> _Rest | None:
+        """HTTP/1.1 on a direct socket without the connection's cancel scope (entering and
+        leaving one costs ~45,000 instructions), for as long as nothing needs a deadline: while
+        each request comes plain and whole in one read (:func:`~.http1.simple_request`) and
+        each answer leaves at once, which is most connections' whole life. The wait for the
+        next request is the keep-alive sweeper's to end, by closing the socket
+        (:meth:`~.streams.Deadline.cancel`). At the first thing that needs a deadline (HTTP/2's
+        preface, a request in pieces or not plain, an answer the socket does not take at once)
+        it returns what it holds, and the connection goes on inside its scope (:meth:`_serve`).
+        Bytes already there when it begins are read without a wait (most of a burst's)."""
+        data = stream.receive_now(READ_CHUNK)
+        first = True
+        while True:
+            if data is None:
+                data = await self._wait_plainly(out, stream)
+            if not data:
+                return None
+            if first and (data.startswith(PREFACE) or PREFACE.startswith(data)):
+                return _Rest(opening=data)
+            if first and self._draining:  # as after each answer, below
+                return None
+            request = simple_request(data, self._limits.max_body_bytes)
+            if request is None:
+                return _Rest(data=data)
+            first = False
+            head_only = request.method == "HEAD"
+            if head_only:  # a GET without its body
+                request.method = "GET"
+            response = await self._app.respond(request)
+            close = response.close or self._draining or not request.keep_alive
+            answer = encode_response(
+                response, date=self._date.now(), close=close, with_body=not head_only
+            )
+            await stream.checkpoint()  # as every write: cancellable, and fair to the others
+            sent = stream.send_now(answer)
+            if sent < len(answer):
+                return _Rest(unsent=answer[sent:], close=close)
+            if close or self._draining:  # a drain begun since: it ended only the idle waits
+                return None
+            data = None
+
+    async def _wait_plainly(self, out: Deadline, stream: DirectStream) -> bytes:
+        """The next request's first bytes, on a connection without its scope: the wait ends at
+        the keep-alive timeout or a drain (the socket closed under it: ClosedResourceError)."""
+        self._keep_alive.begin(out)
+        try:
+            return await stream.receive_when_readable(READ_CHUNK)
+        finally:
+            self._keep_alive.end(out)
+
+    async def _serve(self, out: Deadline, rest: _Rest) -> None:
         """HTTP/2 when the client asks for it (ALPN ``h2`` over TLS, or the connection preface
-        in clear), HTTP/1.1 otherwise."""
+        in clear), HTTP/1.1 otherwise; from where :meth:`_serve_plainly` left (``rest``)."""
+        if rest.unsent:
+            await out.send(rest.unsent, restore=rest.close)
+            if not rest.close:
+                await self._serve_requests(out, b"")
+            return
+        if rest.data:
+            await self._serve_requests(out, rest.data, plain=False)
+            return
         stream = out.stream
         if not isinstance(stream, DirectStream) and isinstance(stream, trio.SSLStream):
             handshake_by = trio.current_time() + self._limits.head_timeout
@@ -257,25 +333,21 @@ class Server:
             if stream.selected_alpn_protocol() == "h2":
                 await Http2Connection(out, self, b"").serve()
                 return
-        opening = await self._opening(out)
+        opening = await self._opening(out, rest.opening)
         if opening.startswith(PREFACE):
             out.expect("served", math.inf)  # HTTP/2 keeps its own read deadlines
             await Http2Connection(out, self, opening).serve()
         elif opening:
             await self._serve_requests(out, opening)
 
-    async def _opening(self, out: Deadline) -> bytes:
+    async def _opening(self, out: Deadline, opening: bytes) -> bytes:
         """The first bytes of a connection: enough to tell the HTTP/2 preface from a request.
-        On a direct socket, bytes already there are taken before any deadline is set: a
-        request that came whole with its connection (most of a burst's) is then answered with
-        no deadline moved before it (each move is ~15,000 instructions in trio)."""
-        direct = out.stream if isinstance(out.stream, DirectStream) else None
-        opening = direct.receive_now(READ_CHUNK) if direct is not None else None
-        if opening is None:  # nothing yet: wait (on a direct socket, without a second read)
+        ``opening``: those read already (none yet over TLS)."""
+        if not opening:
             try:
-                opening = bytes(await self._receive_idle(out, wait_first=direct is not None))
+                opening = bytes(await self._receive_idle(out))
             finally:
-                self._keep_alive.end(out.scope)
+                self._keep_alive.end(out)
         if opening and len(opening) < len(PREFACE) and PREFACE.startswith(opening):
             # Only a few bytes came: the head's deadline runs from now. Otherwise the HTTP/1.1
             # reader sets it, with no wait in between (one deadline move fewer per connection).
@@ -287,10 +359,13 @@ class Server:
             opening += more
         return opening
 
-    async def _serve_requests(self, out: Deadline, opening: bytes) -> None:
-        reader = RequestReader(self._limits.max_body_bytes)
+    async def _serve_requests(self, out: Deadline, data: bytes, *, plain: bool = True) -> None:
+        """HTTP/1.1 requests, the first of them beginning with ``data``; ``plain`` False: that
+        one was found not plain already (httptools reads it at once)."""
+        reader = RequestReader(self._limits.max_body_bytes, plain=plain)
         try:
-            reader.feed(opening)
+            if data:
+                reader.feed(data)
         except Refusal as refusal:
             await self._refuse(out, refusal)
             return
@@ -334,7 +409,7 @@ class Server:
                     out.expect("served", math.inf)  # the application answers in its own time
                     return request
                 if reader.busy:  # a request has begun: its own deadlines from now on
-                    self._keep_alive.end(out.scope)
+                    self._keep_alive.end(out)
                 if reader.expects_continue:
                     reader.expects_continue = False
                     await out.send(CONTINUE)
@@ -347,12 +422,12 @@ class Server:
                     out.expect("body", body_by)
                     data = await stream.receive_some(READ_CHUNK)
                 else:  # just after an answer: the client has not sent more yet, as a rule
-                    data = await self._receive_idle(out, wait_first=True)
+                    data = await self._receive_idle(out)
                 if not data:
                     return None
                 reader.feed(bytes(data))
         finally:
-            self._keep_alive.end(out.scope)  # the wait is over, whichever way it ended
+            self._keep_alive.end(out)  # the wait is over, whichever way it ended
 
     async def _rest_of_body(self, out: Deadline, request: Request, received: bytes) -> bytes:
         """The body of a request the parser left at its upgrade headers (by its length)."""
@@ -373,16 +448,16 @@ class Server:
             body += data
         return bytes(body[:length])
 
-    async def _receive_idle(self, out: Deadline, *, wait_first: bool = False) -> bytes | bytearray:
+    async def _receive_idle(self, out: Deadline) -> bytes | bytearray:
         """The first bytes of the next request. The connection waits as an idle one (no trio
         deadline: :mod:`.keep_alive`) until its caller ends the wait: it ends at the keep-alive
-        timeout or when the server drains. ``wait_first``: nothing is there as a rule (a read
-        just found nothing, or the client has had no time to send more since its answer), so a
-        direct socket waits before it reads."""
+        timeout or when the server drains. Nothing is there as a rule (a read just found
+        nothing, or the client has had no time to send more since its answer), so a direct
+        socket waits before it reads."""
         out.expect("idle", math.inf)
-        self._keep_alive.begin(out.scope)
+        self._keep_alive.begin(out)
         stream = out.stream
-        if wait_first and isinstance(stream, DirectStream):
+        if isinstance(stream, DirectStream):
             return await stream.receive_when_readable(READ_CHUNK)
         return await stream.receive_some(READ_CHUNK)
 

@@ -5,6 +5,9 @@ then, still honours cancellation, and fails as trio's ``SocketStream`` does. The
 
 from __future__ import annotations
 
+import os
+import socket
+
 import pytest
 import trio
 import trio.testing
@@ -206,3 +209,34 @@ async def test_only_a_plain_socket_is_read_directly() -> None:
     assert DirectStream.over(left) is left
     await left.aclose()
     await right.aclose()
+
+
+async def test_a_socket_closed_without_telling_trio_leaves_its_number_to_the_next_one(
+    pair: Pair,
+) -> None:
+    """``close(waited_on=False)`` (a connection's last task closing its socket): a socket that
+    was waited on, closed so, then its descriptor number given to a new socket, which is
+    waited on and read as any other."""
+    direct, theirs = pair
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(theirs.send, b"first")
+            assert await direct.receive_when_readable(64) == b"first"  # in trio's epoll set
+        number = direct.socket.fileno()
+        direct.close(waited_on=False)
+        ours, peer = socket.socketpair()
+        if ours.fileno() != number:  # the new socket under the old number
+            os.dup2(ours.fileno(), number)
+            ours.close()
+            ours = socket.socket(fileno=number)
+        again = DirectStream(ours)
+
+        async def send_later() -> None:
+            await trio.sleep(0.01)  # once the new socket waits
+            peer.send(b"second")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send_later)
+            assert await again.receive_when_readable(64) == b"second"
+        again.close(waited_on=False)
+        peer.close()

@@ -77,6 +77,18 @@ async def test_a_request_sent_a_byte_at_a_time_is_408_at_its_deadline_and_closed
         nursery.cancel_scope.cancel()
 
 
+async def test_a_request_trickled_after_a_plain_one_on_the_same_connection_is_408() -> None:
+    async with running(EchoApp(), limits=SHORT) as (_, port), trio.open_nursery() as nursery:
+        client = await Client.open(port)
+        assert (await client.request("GET", "/plain"))[0].status_code == 200
+        nursery.start_soon(
+            trickle, client.stream, b"GET / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * 500
+        )
+        await served_promptly(port)
+        assert (await answer_of(client.stream)).startswith(b"HTTP/1.1 408 ")
+        nursery.cancel_scope.cancel()
+
+
 async def test_an_opening_that_trickles_like_the_http2_preface_is_408() -> None:
     async with running(EchoApp(), limits=SHORT) as (_, port), trio.open_nursery() as nursery:
         slow = await trio.open_tcp_stream("127.0.0.1", port)
@@ -122,6 +134,19 @@ async def test_a_client_that_stops_reading_is_closed_after_the_write_timeout() -
         await served_promptly(port)
         received = await answer_of(reader)  # what the buffers held, then the end
         assert 0 < len(received) < 200 * 300_000
+
+
+async def test_a_client_that_stops_reading_one_plain_answer_is_closed_after_the_write_timeout() -> (
+    None
+):
+    async with running(EchoApp(), limits=SHORT) as (_, port):
+        reader = await trio.open_tcp_stream("127.0.0.1", port)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        await reader.send_all(b"GET /big HTTP/1.1\r\nhost: x\r\n\r\n")  # one whole request
+        await trio.sleep(2)  # not reading: the answer's write stalls
+        await served_promptly(port)
+        received = await answer_of(reader)  # what the buffers held, then the end
+        assert 0 < len(received) < 300_000
 
 
 async def test_a_request_without_host_or_with_two_is_400() -> None:

@@ -4,6 +4,7 @@ keep-alive, limits, malformed requests, drain, and WebSocket framing rules."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -151,6 +152,19 @@ async def test_one_connection_carries_many_requests() -> None:
             assert response.status_code == 200
             assert json.loads(body) == {"method": "POST", "path": "/items/a b",
                                         "query": {"n": str(n)}, "body": "hi", "type": ""}  # fmt: skip
+
+
+async def test_an_answer_the_socket_takes_in_parts_arrives_whole_and_the_connection_goes_on() -> (
+    None
+):
+    async with running(EchoApp()) as (_, port):
+        client = await Client.open(port)
+        client.stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        for _ in range(2):  # a plain request: its answer cannot leave in one write
+            with trio.fail_after(10):
+                response, body = await client.request("GET", "/big")
+            assert response.status_code == 200 and body == b"x" * BIG
+        assert (await client.request("GET", "/after"))[0].status_code == 200
 
 
 async def test_a_declared_body_over_the_limit_is_413_before_it_is_read_and_closes() -> None:
