@@ -263,25 +263,46 @@ class ExecutionActor:
 
     async def serve(self) -> None:
         """Serve commands and wake-ups until the end, or until the execution rests long enough
-        to leave memory (then :attr:`passivated` is True)."""
+        to leave memory (then :attr:`passivated` is True). A command is handled here rather
+        than in a coroutine of its own, and one already waiting (the usual case: a handed
+        commit leaves the actor parked until its next command) is taken without :meth:`_next`:
+        each is a coroutine frame more to make, and to pass through at every wait."""
+        mailbox = self.mailbox
         while not self.done:
-            command = await self._next()
+            # (no WouldBlock raised and caught per command)
+            command = mailbox.receive_nowait() if mailbox.ready else await self._next()
             if command is _PASSIVATE:
                 self.passivated = True
                 return
             self.current = command
             if command is None:
                 await self._advance([])
+                self.current = None
+                continue
+            handler = _HANDLERS[type(command)]  # a command no handler knows is a bug: crash
+            try:
+                value = await handler(self, command)
+            except StorageError:
+                # the store failed, or a commit's outcome is unknown (the connection broke
+                # during COMMIT): memory may hold what is not durable, or miss what is. The
+                # actor stops; the supervisor answers the command and respawns it from the
+                # store, which re-publishes what is in flight (another server owning it now:
+                # it stops for good)
+                raise
+            except OrbitError as exc:
+                if command.reply is None:
+                    raise
+                command.reply.fail(exc)
             else:
-                await self._handle(command)
+                if command.reply is not None:
+                    command.reply.set(value)
             self.current = None
 
     async def _next(self) -> Command | None:
-        """The next command, None when the state's own wake-up comes first, or
-        :data:`_PASSIVATE` when the execution rests and no command came for a while."""
+        """The next command when none is waiting (see :meth:`serve`), None when the state's
+        own wake-up comes first, or :data:`_PASSIVATE` when the execution rests and no command
+        came for a while."""
         mailbox = self.mailbox
-        if mailbox.ready:  # no WouldBlock raised and caught per command
-            return mailbox.receive_nowait()
         policy = self.ports.passivation
         if policy is not None:
             rest = self._rest_now()
@@ -311,24 +332,6 @@ class ExecutionActor:
         with trio.move_on_at(clock.deadline(until)):
             return await self.mailbox.receive()
         return None if near else _PASSIVATE
-
-    async def _handle(self, command: Command) -> None:
-        handler = _HANDLERS[type(command)]  # a command no handler knows is a bug: crash
-        try:
-            value = await handler(self, command)
-        except StorageError:
-            # the store failed, or a commit's outcome is unknown (the connection broke during
-            # COMMIT): memory may hold what is not durable, or miss what is. The actor stops;
-            # the supervisor answers the command and respawns it from the store, which
-            # re-publishes what is in flight (another server owning it now: it stops for good)
-            raise
-        except OrbitError as exc:
-            if command.reply is None:
-                raise
-            command.reply.fail(exc)
-        else:
-            if command.reply is not None:
-                command.reply.set(value)
 
     # -- commands ------------------------------------------------------------------------
     async def _on_signal(self, c: cmd.DeliverSignal) -> int:
@@ -542,11 +545,18 @@ class ExecutionActor:
             request = None
             if answer is not None and soon is not None:
                 request = soon.commit_soon(commit, self._durable)
-            if answer is None or request is None:
+            if answer is None or soon is None or request is None:
                 await ports.store.commit(commit)
-            else:
+            else:  # parked until _durable wakes the actor, or its next command does
                 handed = self._handed = _Handed(batch, claimed, reported, began, answer, request)
-                await self._wait_handed(handed)
+                handed.parked = True
+                await trio.lowlevel.wait_task_rescheduled(self._abort_handed)
+                handed.parked = False
+                if not handed.known:  # rescheduled to watch for its own outcome (and others')
+                    await soon.take_watch(request)
+                self._handed = None
+                if handed.error is not None:
+                    raise handed.error
         except (StorageError, AlreadyStored, ConcurrencyFull, RateLimited) as exc:
             for task in claimed:
                 pool.release(task.token)
@@ -576,19 +586,6 @@ class ExecutionActor:
         if state.status == "continued_as_new":
             await self._roll_over()
         return batch
-
-    async def _wait_handed(self, handed: _Handed) -> None:
-        """Park until :meth:`_durable` wakes the actor, or its next command does; raises what
-        the commit was refused for."""
-        handed.parked = True
-        await trio.lowlevel.wait_task_rescheduled(self._abort_handed)
-        handed.parked = False
-        if not handed.known:  # rescheduled to watch for its own outcome (and others')
-            assert self.ports.soon is not None
-            await self.ports.soon.take_watch(handed.request)
-        self._handed = None
-        if handed.error is not None:
-            raise handed.error
 
     def _abort_handed(self, raise_cancel: object) -> trio.lowlevel.Abort:
         handed = self._handed
@@ -696,7 +693,7 @@ class ExecutionActor:
     async def _commit(self, commit: Commit) -> None:
         seconds = self.ports.clock.seconds
         began = seconds()
-        # a StorageError stops the actor (see _handle): its memory is replayed from the store
+        # a StorageError stops the actor (see serve): its memory is replayed from the store
         await self.ports.store.commit(commit)
         self.ports.committed(self.state, commit.events, seconds() - began)
 
