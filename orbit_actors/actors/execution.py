@@ -612,7 +612,7 @@ class ExecutionActor:
                 units = handed.runtime_units = self._published(
                     handed.batch, handed.claimed, handed.reported
                 )
-                if not units and not self.done and self.state.status != "continued_as_new":
+                if not units and not self.state.finished:  # (a run continued as new too)
                     handed.answer()
                     handed.answered = True
             if not handed.parked:  # it took the watch: this is its own step
