@@ -36,10 +36,9 @@ class ActorTasks:
         if self._idle:
             self._idle.pop().hand(run, args)
         else:
-            self._nursery.start_soon(self._serve, run, args, name=ACTOR)
+            self._nursery.start_soon(self._serve, (run, args), name=ACTOR)
 
-    async def _serve(self, run: Callable[..., Awaitable[object]], args: tuple[Any, ...]) -> None:
-        job: Job | None = (run, args)
+    async def _serve(self, job: Job | None) -> None:
         while job is not None:
             await job[0](*job[1])
             job = None  # (the ended actor's arguments are not kept while parked)
