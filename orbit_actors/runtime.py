@@ -59,6 +59,7 @@ from .observe.metrics import Metrics, Snapshot
 from .store.base import DefinitionRecord, ExecutionPage, Store
 from .store.cluster import Cluster, ServerRecord, Takeover
 from .store.definitions import DefinitionRegistry
+from .store.sql_store import SqlStore
 from .supervisor import Registry, RestartIntensity, Supervisor
 from .supervisor import forwarding as fw
 from .supervisor.batching import Batches, router_actions
@@ -299,7 +300,7 @@ def _wire(
             child_id, fw.TerminateCommand(reason=reason)
         ),
         run_http=http.run, committed=committed, finished=finished,
-        passivation=config.passivation,
+        passivation=config.passivation, soon=store if isinstance(store, SqlStore) else None,
     )  # fmt: skip
     supervisor = Supervisor(
         nursery, registry, ports, load, config.restart_intensity,

@@ -13,7 +13,8 @@ import secrets
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
 import trio
 
@@ -50,6 +51,7 @@ from ..store.base import (
     RateLimited,
     Store,
 )
+from ..store.group import WriteRequest
 from ..views import ExecutionDetail, describe, row_of
 from ..views.unchecked import unchecked
 from ..wire.messages import Task
@@ -149,6 +151,53 @@ class ExecutionPorts:
     """The execution ended for good: wake its waiters, tell its parent."""
     passivation: Passivation | None = None
     """When a resting execution leaves memory (None: it stays until it ends)."""
+    soon: CommitsSoon | None = None
+    """The store again, when it takes a commit without the actor waiting on it (see
+    :meth:`ExecutionActor._settle`); None: every commit is awaited."""
+
+
+class CommitsSoon(Protocol):
+    """A store whose commits can be handed over without waiting (the SQL stores' group
+    writer: :meth:`~orbit_actors.store.group.GroupWriter.commit_soon`)."""
+
+    def commit_soon(
+        self, commit: Commit, then: Callable[[BaseException | None], None]
+    ) -> WriteRequest | None:
+        """Hand ``commit`` over; ``then`` is told its outcome. None: await the commit instead."""
+        ...
+
+    def take_watch(self, request: WriteRequest) -> Awaitable[None]:
+        """For the task of a commit handed over, rescheduled before its outcome: watch for it."""
+        ...
+
+
+class _Handed:
+    """A commit handed to the store while its actor is parked on a wait of its own; whichever
+    task hands the outcome out publishes the batch (:meth:`ExecutionActor._durable`)."""
+
+    __slots__ = (
+        "answer", "answered", "batch", "began", "cancelled", "claimed", "crash", "error", "known",
+        "parked", "reported", "request", "runtime_units", "task",
+    )  # fmt: skip
+
+    def __init__(
+        self, batch: list[Event], claimed: list[Task], reported: str | None, began: float,
+        answer: Callable[[], None], request: WriteRequest,
+    ) -> None:  # fmt: skip
+        self.batch = batch
+        self.claimed = claimed
+        self.reported = reported
+        self.began = began
+        self.answer = answer  # tells the command's caller, once the batch is published
+        self.request = request
+        self.task = trio.lowlevel.current_task()
+        self.known = False  # its outcome was handed out
+        self.error: BaseException | None = None  # the commit's
+        self.crash: BaseException | None = None  # raised while publishing it
+        self.runtime_units: list[HttpInvocation | ChildInvocation] = []
+        self.answered = False  # published and answered: the actor waits for its next command
+        self.parked = False
+        self.cancelled = False  # a cancel came before the outcome
 
 
 class ExecutionActor:
@@ -171,6 +220,7 @@ class ExecutionActor:
         self.passivated = False  # it ended its run because it rests (it is not finished)
         self.wake_at_ms: int | None = None  # when it next needs deciding, as last computed
         self._rest: tuple[ExecutionState, int, Rest] | None = None  # (state, its seq, rest)
+        self._handed: _Handed | None = None  # a commit handed over, while its actor waits
 
     @property
     def execution_id(self) -> str:
@@ -199,33 +249,60 @@ class ExecutionActor:
             await self.resume()
         else:
             create = admit is None or not admit.promoting
-            await self._settle(created, create=create, admit=admit)
+
+            def answer() -> None:
+                self.started = True
+                task_status.started()
+
+            await self._settle(created, create=create, admit=admit, answer=answer)
             created.clear()  # the caller's frames keep the list for the actor's whole life
-        self.started = True
-        task_status.started()
+        if not self.started:  # (answered once the commit was published, when handed over)
+            self.started = True
+            task_status.started()
         await self.serve()
 
     async def serve(self) -> None:
         """Serve commands and wake-ups until the end, or until the execution rests long enough
-        to leave memory (then :attr:`passivated` is True)."""
+        to leave memory (then :attr:`passivated` is True). A command is handled here rather
+        than in a coroutine of its own, and one already waiting (the usual case: a handed
+        commit leaves the actor parked until its next command) is taken without :meth:`_next`:
+        each is a coroutine frame more to make, and to pass through at every wait."""
+        mailbox = self.mailbox
         while not self.done:
-            command = await self._next()
+            # (no WouldBlock raised and caught per command)
+            command = mailbox.receive_nowait() if mailbox.ready else await self._next()
             if command is _PASSIVATE:
                 self.passivated = True
                 return
             self.current = command
             if command is None:
                 await self._advance([])
+                self.current = None
+                continue
+            handler = _HANDLERS[type(command)]  # a command no handler knows is a bug: crash
+            try:
+                value = await handler(self, command)
+            except StorageError:
+                # the store failed, or a commit's outcome is unknown (the connection broke
+                # during COMMIT): memory may hold what is not durable, or miss what is. The
+                # actor stops; the supervisor answers the command and respawns it from the
+                # store, which re-publishes what is in flight (another server owning it now:
+                # it stops for good)
+                raise
+            except OrbitError as exc:
+                if command.reply is None:
+                    raise
+                command.reply.fail(exc)
             else:
-                await self._handle(command)
+                if command.reply is not None:
+                    command.reply.set(value)
             self.current = None
 
     async def _next(self) -> Command | None:
-        """The next command, None when the state's own wake-up comes first, or
-        :data:`_PASSIVATE` when the execution rests and no command came for a while."""
+        """The next command when none is waiting (see :meth:`serve`), None when the state's
+        own wake-up comes first, or :data:`_PASSIVATE` when the execution rests and no command
+        came for a while."""
         mailbox = self.mailbox
-        if mailbox.ready:  # no WouldBlock raised and caught per command
-            return mailbox.receive_nowait()
         policy = self.ports.passivation
         if policy is not None:
             rest = self._rest_now()
@@ -256,24 +333,6 @@ class ExecutionActor:
             return await self.mailbox.receive()
         return None if near else _PASSIVATE
 
-    async def _handle(self, command: Command) -> None:
-        handler = _HANDLERS[type(command)]  # a command no handler knows is a bug: crash
-        try:
-            value = await handler(self, command)
-        except StorageError:
-            # the store failed, or a commit's outcome is unknown (the connection broke during
-            # COMMIT): memory may hold what is not durable, or miss what is. The actor stops;
-            # the supervisor answers the command and respawns it from the store, which
-            # re-publishes what is in flight (another server owning it now: it stops for good)
-            raise
-        except OrbitError as exc:
-            if command.reply is None:
-                raise
-            command.reply.fail(exc)
-        else:
-            if command.reply is not None:
-                command.reply.set(value)
-
     # -- commands ------------------------------------------------------------------------
     async def _on_signal(self, c: cmd.DeliverSignal) -> int:
         events = pure.receive_signal(self.state, self.definition, c.name, c.payload, self._now())
@@ -301,8 +360,10 @@ class ExecutionActor:
         # the worker is done with the token: its slot is free before the decisions, so a unit
         # this result makes ready can take it in the same commit
         held = self.ports.pool.settle(c.token)
+        reply = c.reply
+        answer = _nobody if reply is None else partial(reply.set, verdict)
         try:
-            await self._advance(events, reported=c.token, now=now)
+            await self._advance(events, reported=c.token, now=now, answer=answer)
         except StorageError:
             if held is not None and not self.ports.pool.restore(held):
                 self._lost(c.token)  # not recorded, and its session is gone: redeliver
@@ -426,17 +487,19 @@ class ExecutionActor:
         reported: str | None = None,
         charges: tuple[RateCharge, ...] = (),
         now: int | None = None,
+        answer: Callable[[], None] | None = None,
     ) -> Coroutine[Any, Any, list[Event]]:
         """Apply command events, then (awaited) decide to the fixpoint, commit, and publish the
         effects (``reported`` is a token whose worker just answered: it needs no cancel). With
         ``charges`` (the command is a dispatch) a commit the store refuses over a rate limit
         leaves the state as durable and raises :class:`RateLimited`. ``now`` is the time the
         command's events were made at, when read in the same step (the decisions take it too).
+        ``answer`` tells the command's caller (see :meth:`_settle`).
         Not a coroutine itself: every command goes through here, and a coroutine frame more
         is created and resumed through at each of its waits (every caller awaits at once)."""
         for event in command_events:
             apply(self.state, event)
-        return self._settle(command_events, reported, charges=charges, now=now)
+        return self._settle(command_events, reported, charges=charges, now=now, answer=answer)
 
     async def _settle(
         self,
@@ -448,11 +511,20 @@ class ExecutionActor:
         charges: tuple[RateCharge, ...] = (),
         claim_rated: bool = True,
         now: int | None = None,
+        answer: Callable[[], None] | None = None,
     ) -> list[Event]:
         """Decide to the fixpoint after ``applied`` (already in the state), commit, publish.
         A unit dispatched in the same commit charges its rate limit there too; when the store
         refuses that, the batch is decided again without dispatching rate-limited units (they
-        wait in the pool), so the rest of it is not held up."""
+        wait in the pool), so the rest of it is not held up.
+
+        With ``answer`` (what tells the command's caller: its caller calls it again later, a
+        second answer that changes nothing) and a store that takes it (``ports.soon``), the
+        commit is handed over without the actor waiting on it: the task that hands its outcome
+        out publishes the batch and answers (:meth:`_durable`), and the actor, parked all the
+        while, is woken only by its next command, one task step per command instead of two.
+        It is woken at once when more than publishing remains (an error, built-in units to
+        dispatch, the end, a wake-up or rest of its own to wait for)."""
         state = self.state
         clock = self.ports.clock
         if now is None:
@@ -467,8 +539,24 @@ class ExecutionActor:
         pool = ports.pool
         commit = Commit(self._row(state), batch, False, create, admit, rates)  # positional: cheaper
         began = clock.seconds()  # what _commit does, without a coroutine of its own (every batch)
+        handed: _Handed | None = None
         try:
-            await ports.store.commit(commit)
+            soon = ports.soon
+            request = None
+            if answer is not None and soon is not None:
+                request = soon.commit_soon(commit, self._durable)
+            if answer is None or soon is None or request is None:
+                await ports.store.commit(commit)
+            else:  # parked until _durable wakes the actor, or its next command does
+                handed = self._handed = _Handed(batch, claimed, reported, began, answer, request)
+                handed.parked = True
+                await trio.lowlevel.wait_task_rescheduled(self._abort_handed)
+                handed.parked = False
+                if not handed.known:  # rescheduled to watch for its own outcome (and others')
+                    await soon.take_watch(request)
+                self._handed = None
+                if handed.error is not None:
+                    raise handed.error
         except (StorageError, AlreadyStored, ConcurrencyFull, RateLimited) as exc:
             for task in claimed:
                 pool.release(task.token)
@@ -482,14 +570,15 @@ class ExecutionActor:
             return await self._settle(
                 applied, reported, create=create, admit=admit, claim_rated=False
             )
-        ports.committed(state, batch, clock.seconds() - began)
-        if claimed:
-            now = clock.now_ms()
-            for task in claimed:
-                pool.push(task, now)
-        effects = effects_of(state, self.definition, batch)
-        effects.cancel_tokens.pop(reported or "", None)
-        runtime_units = self._publish(effects)
+        if handed is None:
+            ports.committed(state, batch, clock.seconds() - began)
+            runtime_units = self._published(batch, claimed, reported)
+        elif handed.crash is not None:
+            raise handed.crash
+        elif handed.answered:
+            return batch
+        else:
+            runtime_units = handed.runtime_units
         if runtime_units:
             await self._dispatch_to_runtime(runtime_units)
         if self.done:
@@ -497,6 +586,71 @@ class ExecutionActor:
         if state.status == "continued_as_new":
             await self._roll_over()
         return batch
+
+    def _abort_handed(self, raise_cancel: object) -> trio.lowlevel.Abort:
+        handed = self._handed
+        assert handed is not None
+        if not handed.known:  # the outcome first (the cancel is seen at the next checkpoint)
+            handed.cancelled = True
+            return trio.lowlevel.Abort.FAILED
+        self.mailbox.forget_receiver()  # published and answered: waiting for a command
+        self._handed = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def _durable(self, error: BaseException | None) -> None:
+        """The outcome of a commit handed over by :meth:`_settle`, in the task that hands it
+        out (it must not raise there: what publishing raises is raised in the actor). Once
+        durable the batch is published, then, when nothing else remains, the command answered
+        and the actor left parked until its next command; otherwise the actor is woken."""
+        handed = self._handed
+        assert handed is not None
+        handed.known, handed.error = True, error
+        try:
+            if error is None:
+                ports = self.ports
+                ports.committed(self.state, handed.batch, ports.clock.seconds() - handed.began)
+                units = handed.runtime_units = self._published(
+                    handed.batch, handed.claimed, handed.reported
+                )
+                if not units and not self.state.finished:  # (a run continued as new too)
+                    handed.answer()
+                    handed.answered = True
+            if not handed.parked:  # it took the watch: this is its own step
+                return
+            if handed.answered and not handed.cancelled and self._waits_for_commands_only():
+                self.mailbox.wake_on_command(handed.task)
+                return
+        except BaseException as exc:
+            handed.crash = exc
+            handed.answered = False
+            if not handed.parked:
+                return
+        trio.lowlevel.reschedule(handed.task)
+
+    def _waits_for_commands_only(self) -> bool:
+        """True when the actor's next wait (:meth:`_next`) would be for a command alone: none
+        is waiting, and the state has no wake-up of its own and does not rest."""
+        if self.mailbox.ready:
+            return False
+        if self.ports.passivation is not None:
+            rest = self._rest_now()
+            return rest.wake_at_ms is None and not rest.rests
+        return next_wakeup(self.state, self.definition) is None
+
+    def _published(
+        self, batch: list[Event], claimed: list[Task], reported: str | None
+    ) -> list[HttpInvocation | ChildInvocation]:
+        """Publish a durable batch: the tasks it claimed pushed to their sessions, its effects
+        handed out (``reported``'s worker answered: it needs no cancel); returns the ready
+        built-in units for :meth:`_dispatch_to_runtime`."""
+        if claimed:
+            pool = self.ports.pool
+            now = self.ports.clock.now_ms()
+            for task in claimed:
+                pool.push(task, now)
+        effects = effects_of(self.state, self.definition, batch)
+        effects.cancel_tokens.pop(reported or "", None)
+        return self._publish(effects)
 
     def _claim_free_workers(
         self, batch: list[Event], now: int, claim_rated: bool
@@ -539,7 +693,7 @@ class ExecutionActor:
     async def _commit(self, commit: Commit) -> None:
         seconds = self.ports.clock.seconds
         began = seconds()
-        # a StorageError stops the actor (see _handle): its memory is replayed from the store
+        # a StorageError stops the actor (see serve): its memory is replayed from the store
         await self.ports.store.commit(commit)
         self.ports.committed(self.state, commit.events, seconds() - began)
 
@@ -686,6 +840,10 @@ class ExecutionActor:
             "attempt": found.attempt, "redelivery": found.redelivery, "deadline_ms": deadline_ms,
             "timeout_ms": found.timeout_ms, "resent": False,
         }, _TASK_GIVEN)  # fmt: skip
+
+
+def _nobody() -> None:
+    """The answer to a command nobody waits for."""
 
 
 _TASK_GIVEN = frozenset(Task.model_fields) - {"type", "resent"}

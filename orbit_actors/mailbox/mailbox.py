@@ -167,6 +167,16 @@ class Mailbox(Generic[C]):
             await trio.lowlevel.wait_task_rescheduled(self._abandon)
         return self.receive_nowait()
 
+    def wake_on_command(self, task: trio.lowlevel.Task) -> None:
+        """Reschedule ``task`` (the actor, parked in a wait of its own) when the next command
+        comes or the mailbox closes, as :meth:`receive` would; the abort of its wait must call
+        :meth:`forget_receiver`."""
+        self._receiver = task
+
+    def forget_receiver(self) -> None:
+        """The actor's wait ended otherwise (it was cancelled): no command wakes it."""
+        self._receiver = None
+
     def receive_nowait(self) -> C:
         """The next command if one is waiting; raises trio.WouldBlock otherwise."""
         if not self._queue:

@@ -122,13 +122,16 @@ class Engine(Protocol[C]):
 
 
 @dataclass(eq=False, slots=True)
-class _Request:
+class WriteRequest:
+    """One write on its way to the thread (its outcome set there, handed out on the trio side)."""
+
     work: Any  # a callable taking the connection, or a write the batcher runs
     weight: int
     task: trio.lowlevel.Task | None  # None: nobody waits (write_nowait)
     result: Any = None
     error: BaseException | None = None
     done: bool = False  # its outcome was handed out on the trio side
+    then: Callable[[WriteRequest], None] | None = None  # told the outcome: ``task`` not woken
 
 
 _STOP = object()
@@ -150,10 +153,10 @@ class GroupWriter(Generic[C]):
         self._describe = describe
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._finished: deque[list[_Request]] = deque()  # batches done by the thread, in order
+        self._finished: deque[list[WriteRequest]] = deque()  # batches done by the thread, in order
         # handed over, outcome not yet handed out: the task waiting for each
-        self._in_flight: dict[_Request, trio.lowlevel.Task] = {}
-        self._watcher: _Request | None = None  # whose task waits on the wake-up socket
+        self._in_flight: dict[WriteRequest, trio.lowlevel.Task] = {}
+        self._watcher: WriteRequest | None = None  # whose task waits on the wake-up socket
         self._wake_in, self._wake_out = socket.socketpair()
         self._wake_in.setblocking(False)
         self._wake_out.setblocking(False)
@@ -196,7 +199,7 @@ class GroupWriter(Generic[C]):
         docstring); a failure is logged, naming what ``describe`` says was being written."""
         if self._stopped:
             raise StorageError(f"the store {self._describe} is closed")
-        self._queue.put(_Request((work, describe), 1, None))
+        self._queue.put(WriteRequest((work, describe), 1, None))
 
     async def submit(self, work: object, weight: int = 1) -> Any:
         """Like :meth:`write`, for a write the batcher runs (its result is None)."""
@@ -204,7 +207,7 @@ class GroupWriter(Generic[C]):
         if self._stopped:
             raise StorageError(f"the store {self._describe} is closed")
         task = trio.lowlevel.current_task()
-        request = _Request(work, weight, task)
+        request = WriteRequest(work, weight, task)
         self._in_flight[request] = task
         self._queue.put(request)
         if self._watcher is None:
@@ -224,19 +227,47 @@ class GroupWriter(Generic[C]):
         that does not continue its execution's history (the others of its batch are written)."""
         work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
         await self.submit(work, weight=len(commit.events))
-        if work.refused:
-            raise AlreadyStored(commit.row.execution_id)
-        if work.broken is not None:
-            raise work.broken
-        if work.fenced:
-            raise OwnershipLostError(commit.row.execution_id)
-        if work.full:
-            assert commit.admit is not None
-            raise ConcurrencyFull(commit.admit.key)
-        if work.limited is not None:
-            raise work.limited
+        refused = _refusal(work)
+        if refused is not None:
+            raise refused
 
-    async def _watch(self, request: _Request) -> None:
+    def commit_soon(
+        self, commit: Commit, then: Callable[[BaseException | None], None]
+    ) -> WriteRequest | None:
+        """Hand ``commit`` over without waiting for it, when a request in flight watches for
+        outcomes already; None when none does (nothing is handed over: await :meth:`commit`,
+        which watches). ``then`` is called in the task that hands the outcome out, with None
+        once the commit is durable or with the error :meth:`commit` would raise; it must not
+        raise. The calling task stays in flight meanwhile: when the watch comes to its request,
+        the task is rescheduled, and must call :meth:`take_watch` (the outcome is then handed
+        out in its own step)."""
+        if self._watcher is None or self._stopped:
+            return None  # (checked before the events are encoded: awaiting encodes them)
+        work = CommitWork(commit, events_to_json(commit.events) if commit.events else "[]")
+        return self.hand_over(
+            work, len(commit.events), lambda request: then(request.error or _refusal(work))
+        )
+
+    def hand_over(
+        self, work: object, weight: int, then: Callable[[WriteRequest], None]
+    ) -> WriteRequest | None:
+        """Like :meth:`submit` without waiting: ``then`` is called with the request once its
+        outcome (``result``, ``error``) is handed out (see :meth:`commit_soon`)."""
+        if self._watcher is None or self._stopped:
+            return None
+        task = trio.lowlevel.current_task()
+        request = WriteRequest(work, weight, task, then=then)
+        self._in_flight[request] = task
+        self._queue.put(request)
+        return request
+
+    async def take_watch(self, request: WriteRequest) -> None:
+        """For the task of a request :meth:`commit_soon` handed over, rescheduled before its
+        outcome came: it watches until its own outcome is handed out."""
+        if not request.done:
+            await self._watch(request)
+
+    async def _watch(self, request: WriteRequest) -> None:
         """As the watcher: wait on the wake-up socket until ``request`` is done, handing out the
         outcomes of every finished batch meanwhile, then pass the watch on. A write handed over
         completes or fails, never half-known: a cancel is seen at the caller's next checkpoint."""
@@ -249,7 +280,7 @@ class GroupWriter(Generic[C]):
         finally:
             self._pass_watch(request)
 
-    async def _watch_until_done(self, request: _Request) -> None:
+    async def _watch_until_done(self, request: WriteRequest) -> None:
         wake_in = self._wake_in
         while not request.done:
             await trio.lowlevel.wait_readable(wake_in)
@@ -268,10 +299,12 @@ class GroupWriter(Generic[C]):
                 # None: its watcher left without it (never, but for an error in the wait), or
                 # nobody waits for it (write_nowait)
                 task = in_flight.pop(request, None)
-                if task is not None and request is not watcher:
+                if request.then is not None:
+                    request.then(request)
+                elif task is not None and request is not watcher:
                     trio.lowlevel.reschedule(task)
 
-    def _pass_watch(self, request: _Request) -> None:
+    def _pass_watch(self, request: WriteRequest) -> None:
         """The watcher leaves (its request is done): the oldest request in flight watches next."""
         self._watcher = None
         self._in_flight.pop(request, None)
@@ -307,7 +340,7 @@ class GroupWriter(Generic[C]):
         """Write one batch; True when the writer should stop."""
         waiting = self._queue
         first = waiting.get()
-        batch: list[_Request] = [] if first is _STOP else [first]
+        batch: list[WriteRequest] = [] if first is _STOP else [first]
         stop = first is _STOP
         # this thread is the queue's only reader: what empty() saw stays there (no queue.Empty
         # raised and caught per batch)
@@ -344,7 +377,7 @@ class GroupWriter(Generic[C]):
             self._engine.begin(conn, durable)
         return conn
 
-    def _commit(self, batch: list[_Request]) -> None:
+    def _commit(self, batch: list[WriteRequest]) -> None:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 self._attempt(batch)
@@ -363,12 +396,12 @@ class GroupWriter(Generic[C]):
         if batch[-1].task is not None or any(request.task for request in batch):
             self._wake(batch)  # (else nobody waits: nothing is queued for a watcher to take)
 
-    def _attempt(self, batch: list[_Request]) -> None:
+    def _attempt(self, batch: list[WriteRequest]) -> None:
         """Run the batch in one transaction; on any exception it is rolled back."""
         batcher = self._batcher
         grouped: list[Any] = []
-        alone: list[_Request] = []
-        unwaited: list[_Request] = []
+        alone: list[WriteRequest] = []
+        unwaited: list[WriteRequest] = []
         for request in batch:
             if request.task is None:
                 unwaited.append(request)
@@ -394,13 +427,13 @@ class GroupWriter(Generic[C]):
                 batcher.settle(committed=False)
             raise
 
-    def _fail(self, batch: list[_Request], error: BaseException) -> None:
+    def _fail(self, batch: list[WriteRequest], error: BaseException) -> None:
         for request in batch:
             request.error = error
             if request.task is None:  # nobody will hear of it otherwise
                 log.warning("could not write %s: %s", request.work[1], error)
 
-    def _count(self, batch: list[_Request]) -> None:
+    def _count(self, batch: list[WriteRequest]) -> None:
         stats = self.stats
         stats.batches += 1
         stats.commits += len(batch)
@@ -408,7 +441,7 @@ class GroupWriter(Generic[C]):
         stats.last_batch = len(batch)
         stats.largest_batch = max(stats.largest_batch, len(batch))
 
-    def _wake(self, batch: list[_Request]) -> None:
+    def _wake(self, batch: list[WriteRequest]) -> None:
         """Queue the batch for the watcher, then wake it (a byte on the wake-up socket). A full
         socket has wake-ups pending already; a closed one has nobody left to wake."""
         self._finished.append(batch)
@@ -416,6 +449,21 @@ class GroupWriter(Generic[C]):
             self._wake_out.send(b"\0")
         except OSError:
             pass
+
+
+def _refusal(work: CommitWork) -> BaseException | None:
+    """What a commit's batcher refused it for (None: it was written)."""
+    commit = work.commit
+    if work.refused:
+        return AlreadyStored(commit.row.execution_id)
+    if work.broken is not None:
+        return work.broken
+    if work.fenced:
+        return OwnershipLostError(commit.row.execution_id)
+    if work.full:
+        assert commit.admit is not None
+        return ConcurrencyFull(commit.admit.key)
+    return work.limited
 
 
 def _not_cancellable(raise_cancel: object) -> trio.lowlevel.Abort:

@@ -26,7 +26,7 @@ from .base import (
     WorkerRecord,
 )
 from .cursor import clamp_limit, decode_cursor, encode_cursor, page_of, page_query
-from .group import GroupWriter
+from .group import GroupWriter, WriteRequest
 from .readers import ReaderPool
 from .rules import WorkerTouches
 
@@ -61,6 +61,16 @@ class SqlStore(Generic[C]):
         commit for a stored id raises :class:`AlreadyStored`. (The writer's coroutine itself, not
         one awaiting it: a coroutine less to make, and to pass through at each resumption.)"""
         return self._writer.commit(commit)
+
+    def commit_soon(
+        self, commit: Commit, then: Callable[[BaseException | None], None]
+    ) -> WriteRequest | None:
+        """Hand ``commit`` over without waiting for it (see :meth:`GroupWriter.commit_soon`)."""
+        return self._writer.commit_soon(commit, then)
+
+    def take_watch(self, request: WriteRequest) -> Coroutine[Any, Any, None]:
+        """Watch for the outcome of a commit handed over (see :meth:`GroupWriter.take_watch`)."""
+        return self._writer.take_watch(request)
 
     async def _rows(self, statement: str, *args: Any) -> list[tuple[Any, ...]]:
         query = self._sql(statement)

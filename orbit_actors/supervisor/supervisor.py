@@ -37,6 +37,7 @@ from ..history.state import ExecutionState
 from ..ir.plan import CompiledDefinition
 from ..mailbox import Command, Mailbox
 from ..store.base import Admission
+from .actor_tasks import ActorTasks
 from .registry import Registry
 
 log = logging.getLogger("orbit.supervisor")
@@ -97,6 +98,7 @@ class Supervisor:
         recovered: Callable[[ExecutionState], None] = lambda state: None,
     ) -> None:
         self._nursery = nursery
+        self._tasks = ActorTasks(nursery)  # actors run in the tasks of ended ones
         self.registry = registry
         self._ports = ports
         self.finished = ports.finished  # what an execution's end tells the rest
@@ -120,9 +122,7 @@ class Supervisor:
     def spawn(self, state: ExecutionState, definition: CompiledDefinition) -> Mailbox[Command]:
         """Start an actor for ``state`` under supervision; returns its mailbox."""
         mailbox = self._register(state)
-        self._nursery.start_soon(
-            self._supervise, state, definition, mailbox, None, _Started(), None, name=_ACTOR
-        )
+        self._tasks.start_soon(self._supervise, state, definition, mailbox, None, _Started(), None)
         return mailbox
 
     async def create(
@@ -142,9 +142,7 @@ class Supervisor:
         to it once the commit is durable instead of woken (see :data:`HandOver`)."""
         mailbox = self._register(state)
         started = _Started(hand_over)
-        self._nursery.start_soon(
-            self._supervise, state, definition, mailbox, created, started, admit, name=_ACTOR
-        )
+        self._tasks.start_soon(self._supervise, state, definition, mailbox, created, started, admit)
         await started.wait()
         if started.error is not None:
             self.registry.remove(state.execution_id, mailbox)
@@ -185,7 +183,7 @@ class Supervisor:
         """Replay a dormant execution into an actor on ``mailbox`` (its ``history`` when
         already read); commands wait in the mailbox meanwhile."""
         self._coming_back.add(execution_id)
-        self._nursery.start_soon(self._bring_back, execution_id, mailbox, history, name=_ACTOR)
+        self._tasks.start_soon(self._bring_back, execution_id, mailbox, history)
 
     async def _bring_back(
         self, execution_id: str, mailbox: Mailbox[Command], history: list[Event] | None
@@ -364,9 +362,6 @@ class Supervisor:
     def _gone(self, execution_id: str, mailbox: Mailbox[Command]) -> None:
         self.registry.remove(execution_id, mailbox)
         mailbox.close("finished")
-
-
-_ACTOR = "orbit.execution-actor"  # one shared task name (trio would build a string per task)
 
 
 HandOver = Callable[[trio.lowlevel.Task], Callable[[], trio.lowlevel.Abort] | None]

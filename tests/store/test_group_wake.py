@@ -115,3 +115,38 @@ async def test_a_writer_stopped_with_nothing_in_flight_closes_its_wake_up_socket
     await writer.write(_insert(1))
     await writer.stop()
     assert writer._wake_in.fileno() == -1 and writer._wake_out.fileno() == -1
+
+
+async def test_a_write_handed_over_is_told_its_outcome_and_takes_the_watch_when_it_comes(
+    tmp_path: Path,
+) -> None:
+    writer = _writer(tmp_path / "w.db")
+    await writer.start()
+    assert writer.hand_over(_insert(0), 1, lambda request: None) is None  # nobody watches
+    held, taken = threading.Event(), threading.Event()
+    told: list[tuple[object, bool]] = []  # (result, told in the handing-over task's own step)
+    me = trio.lowlevel.current_task()
+
+    def hold(conn: sqlite3.Connection) -> int:
+        taken.set()
+        held.wait(10)
+        return 1
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.write, hold)  # the watcher; its batch is held alone
+            await trio.to_thread.run_sync(taken.wait)
+            request = writer.hand_over(
+                _insert(2),
+                1,
+                lambda r: told.append((r.result, trio.lowlevel.current_task() is me)),
+            )
+            assert request is not None
+            held.set()  # the watcher's batch ends first: the watch comes to the handed write
+            await trio.lowlevel.wait_task_rescheduled(
+                lambda raise_cancel: trio.lowlevel.Abort.FAILED
+            )
+            assert not request.done and told == []  # woken to watch, not with the outcome
+            await writer.take_watch(request)
+            assert told == [(1, True)]
+    await writer.stop()
