@@ -6,12 +6,20 @@ The lines of significant events (``event_log.py``: two per execution at the defa
 go through :func:`log_structured`: when Orbit's own handler is the only one its records would
 reach, it writes the line itself, without building a ``LogRecord`` (~90 K instructions a line
 through ``logging``); with any other handler, filter or record factory in the way (pytest's
-``caplog``, an application's own set-up), it logs the record as ``logging`` always does."""
+``caplog``, an application's own set-up), it logs the record as ``logging`` always does.
+
+A record is one line whatever it carries: error codes and messages a worker reported, reasons and
+ids a client sent, a worker's name. In the text format, what could end a line or drive a
+terminal (control characters, Unicode's line and paragraph separators) is written as an escape
+(``\\n``, ``\\x1b``, ``\\u2028``), so nothing a client or a worker sends can forge a line or colour
+one; a traceback follows its record on lines of its own, each indented, so only a record's first
+line starts at the margin. The JSON format escapes the same characters within its strings."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -40,20 +48,55 @@ def timestamp(created: float) -> str:
     return prefix + _MILLISECONDS[micro // 1000]
 
 
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""What could end a line or drive a terminal: the C0 and C1 controls and DEL, and Unicode's line
+and paragraph separators (every character ``str.splitlines`` breaks a line at is among them)."""
+
+
+def _escape(found: re.Match[str]) -> str:
+    return found.group().encode("unicode_escape").decode("ascii")  # \n, \x1b, \u2028
+
+
+def one_line(text: str) -> str:
+    """``text`` with every :data:`_UNSAFE` character written as its escape (``\\n``, ``\\x1b``);
+    other text, non-ASCII included, as it is."""
+    return text if text.isprintable() else _UNSAFE.sub(_escape, text)
+
+
 def human_line(
     created: float, level: str, name: str, message: str, fields: Mapping[str, Any]
 ) -> str:
     """``2026-12-02T10:00:00.000Z INFO  orbit.execution: execution completed execution_id=…``"""
     line = f"{timestamp(created)} {level:<5} {name}: {message}"
-    if not fields:
-        return line
-    pairs = " ".join([f"{key}={value}" for key, value in fields.items()])
-    return f"{line} {pairs}"
+    if fields:
+        pairs = " ".join([f"{key}={value}" for key, value in fields.items()])
+        line = f"{line} {pairs}"
+    return one_line(line)
+
+
+def indented(text: str) -> str:
+    """The lines of ``text`` (a traceback) each indented and on one line of its own, so no line
+    of it can pass for a record."""
+    return "\n".join(["    " + one_line(part) for part in text.split("\n")])
 
 
 _JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
 _text = json.encoder.encode_basestring  # the encoder's own for strings (ensure_ascii=False)
 _OWN_KEYS = frozenset({"ts", "level", "logger", "message"})
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029]")
+"""The :data:`_UNSAFE` characters the encoder leaves as they are (it escapes the C0 controls)."""
+
+
+def _json_escape(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
+
+
+def json_safe(line: str) -> str:
+    """A JSON line with the :data:`_JSON_UNSAFE` characters escaped: they can only be inside
+    its strings, where the escape reads back as the same character."""
+    if line.isascii() and "\x7f" not in line:
+        return line
+    return _JSON_UNSAFE.sub(_json_escape, line)
 
 
 def json_line(
@@ -70,7 +113,7 @@ def json_line(
             return _encoded(created, level, name, message, fields)
         parts.append(f", {_text(key)}: {_text(value) if kind is str else value}")
     parts.append("}")
-    return "".join(parts)
+    return json_safe("".join(parts))
 
 
 def _encoded(
@@ -80,7 +123,7 @@ def _encoded(
         "ts": timestamp(created), "level": level.lower(), "logger": name, "message": message
     }  # fmt: skip
     entry.update(fields)
-    return _JSON.encode(entry)
+    return json_safe(_JSON.encode(entry))
 
 
 def _fields(record: logging.LogRecord) -> Mapping[str, Any]:
@@ -92,11 +135,11 @@ class HumanFormatter(logging.Formatter):
     """:func:`human_line` of a record."""
 
     def format(self, record: logging.LogRecord) -> str:
-        """One line (a traceback, when there is one, follows on its own lines)."""
+        """One line (a traceback, when there is one, follows on its own indented lines)."""
         line = human_line(record.created, record.levelname, record.name, record.getMessage(),
                           _fields(record))  # fmt: skip
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+            line += "\n" + indented(self.formatException(record.exc_info))
         return line
 
 
