@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -224,3 +225,21 @@ def test_the_event_log_hands_pytests_caplog_each_record_with_its_fields_in_order
     (record,) = [r for r in caplog.records if r.name == "orbit.execution"]
     assert (record.getMessage(), record.levelno) == (message, level)
     assert list(record.orbit.items()) == fields  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("write_through", [True, False], ids=["stderr-like", "buffered"])
+def test_a_line_written_directly_reaches_the_file_at_once(
+    logger: logging.Logger, write_through: bool
+) -> None:
+    reader, writer = os.pipe()
+    raw = io.FileIO(writer, "w")
+    binary = raw if write_through else io.BufferedWriter(raw)
+    stream = io.TextIOWrapper(binary, encoding="utf-8", write_through=write_through)
+    logger.handlers[:] = [OrbitHandler(stream, "text")]
+    try:
+        log_structured(logger, logging.INFO, "execution started", {"execution_id": "e-1"})
+        assert os.read(reader, 4096).endswith(b"execution started execution_id=e-1\n")
+    finally:
+        logger.handlers.clear()
+        stream.close()
+        os.close(reader)
