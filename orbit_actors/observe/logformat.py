@@ -39,8 +39,8 @@ def timestamp(created: float) -> str:
     up to the second is kept from one call to the next (most lines share their second)."""
     global _second
     whole = int(created)
-    # datetime rounds half to even; half up (cheaper than round()) gives the same millisecond,
-    # since a tie at k + 0.5 microseconds changes the millisecond only for an odd k
+    # datetime rounds half to even; half up (cheaper than round()) differs only at a tie above
+    # an even microsecond k, and k + 1 never starts a millisecond (1000 divides no odd number)
     milli = int((created - whole) * 1e6 + 0.5) // 1000
     if milli == 1000:
         whole, milli = whole + 1, 0
