@@ -100,6 +100,10 @@ def test_bench_commit_path_prints_its_json_line() -> None:
     assert set(json_line("commit_path.py", "--executions", "5")) == {"ms_per_exec"}
 
 
+def test_bench_log_lines_prints_its_json_line() -> None:
+    assert set(json_line("log_lines.py", "--executions", "5")) == {"log_format", "us_per_exec"}
+
+
 PERF_TRACE = """\
      0.100 ( 0.010 ms): python/100 read(fd: 7, buf: 0x1, count: 65536)          = 155
      0.900 ( 0.020 ms): python/100 futex(uaddr: 0x2, op: WAKE|PRIVATE_FLAG, val: 1)   = 1

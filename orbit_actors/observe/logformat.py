@@ -6,12 +6,21 @@ The lines of significant events (``event_log.py``: two per execution at the defa
 go through :func:`log_structured`: when Orbit's own handler is the only one its records would
 reach, it writes the line itself, without building a ``LogRecord`` (~90 K instructions a line
 through ``logging``); with any other handler, filter or record factory in the way (pytest's
-``caplog``, an application's own set-up), it logs the record as ``logging`` always does."""
+``caplog``, an application's own set-up), it logs the record as ``logging`` always does.
+
+A record is one line whatever it carries: error codes and messages a worker reported, reasons and
+ids a client sent, a worker's name. In the text format, what could end a line or drive a
+terminal (control characters, Unicode's line and paragraph separators) is written as an escape
+(``\\n``, ``\\x1b``, ``\\u2028``), so nothing a client or a worker sends can forge a line or colour
+one; a traceback follows its record on lines of its own, each indented, so only a record's first
+line starts at the margin. The JSON format escapes the same characters within its strings."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -30,30 +39,75 @@ def timestamp(created: float) -> str:
     up to the second is kept from one call to the next (most lines share their second)."""
     global _second
     whole = int(created)
-    micro = round((created - whole) * 1e6)  # half to even, as datetime does
-    if micro >= 1_000_000:
-        whole, micro = whole + 1, micro - 1_000_000
+    # datetime rounds half to even; half up (cheaper than round()) differs only at a tie above
+    # an even microsecond k, and k + 1 never starts a millisecond (1000 divides no odd number)
+    milli = int((created - whole) * 1e6 + 0.5) // 1000
+    if milli == 1000:
+        whole, milli = whole + 1, 0
     second, prefix = _second
     if whole != second:
         prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(whole))
         _second = (whole, prefix)
-    return prefix + _MILLISECONDS[micro // 1000]
+    return prefix + _MILLISECONDS[milli]
+
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""What could end a line or drive a terminal: the C0 and C1 controls and DEL, and Unicode's line
+and paragraph separators (every character ``str.splitlines`` breaks a line at is among them)."""
+
+
+def _escape(found: re.Match[str]) -> str:
+    return found.group().encode("unicode_escape").decode("ascii")  # \n, \x1b, \u2028
+
+
+def one_line(text: str) -> str:
+    """``text`` with every :data:`_UNSAFE` character written as its escape (``\\n``, ``\\x1b``);
+    other text, non-ASCII included, as it is."""
+    return text if text.isprintable() else _UNSAFE.sub(_escape, text)
+
+
+_PADDED = {name: f"{name:<5}" for name in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")}
+"""The standard level names as the text format aligns them (a format spec costs ~2 K a line)."""
 
 
 def human_line(
     created: float, level: str, name: str, message: str, fields: Mapping[str, Any]
 ) -> str:
-    """``2026-12-02T10:00:00.000Z INFO  orbit.execution: execution completed execution_id=…``"""
-    line = f"{timestamp(created)} {level:<5} {name}: {message}"
-    if not fields:
-        return line
-    pairs = " ".join([f"{key}={value}" for key, value in fields.items()])
-    return f"{line} {pairs}"
+    """``2026-12-02T10:00:00.000Z INFO  orbit.execution: execution completed execution_id=…``:
+    the message and the fields (what can carry a client's or a worker's text) on one line; the
+    level and the logger's name are the program's own."""
+    text = message
+    for key, value in fields.items():
+        text += f" {key}={value}"
+    if not text.isprintable():
+        text = _UNSAFE.sub(_escape, text)
+    padded = _PADDED.get(level) or f"{level:<5}"
+    return f"{timestamp(created)} {padded} {name}: {text}"
+
+
+def indented(text: str) -> str:
+    """The lines of ``text`` (a traceback) each indented and on one line of its own, so no line
+    of it can pass for a record."""
+    return "\n".join(["    " + one_line(part) for part in text.split("\n")])
 
 
 _JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
 _text = json.encoder.encode_basestring  # the encoder's own for strings (ensure_ascii=False)
 _OWN_KEYS = frozenset({"ts", "level", "logger", "message"})
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029]")
+"""The :data:`_UNSAFE` characters the encoder leaves as they are (it escapes the C0 controls)."""
+
+
+def _json_escape(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
+
+
+def json_safe(line: str) -> str:
+    """A JSON line with the :data:`_JSON_UNSAFE` characters escaped: they can only be inside
+    its strings, where the escape reads back as the same character."""
+    if line.isascii() and "\x7f" not in line:
+        return line
+    return _JSON_UNSAFE.sub(_json_escape, line)
 
 
 def json_line(
@@ -70,7 +124,7 @@ def json_line(
             return _encoded(created, level, name, message, fields)
         parts.append(f", {_text(key)}: {_text(value) if kind is str else value}")
     parts.append("}")
-    return "".join(parts)
+    return json_safe("".join(parts))
 
 
 def _encoded(
@@ -80,7 +134,7 @@ def _encoded(
         "ts": timestamp(created), "level": level.lower(), "logger": name, "message": message
     }  # fmt: skip
     entry.update(fields)
-    return _JSON.encode(entry)
+    return json_safe(_JSON.encode(entry))
 
 
 def _fields(record: logging.LogRecord) -> Mapping[str, Any]:
@@ -92,11 +146,11 @@ class HumanFormatter(logging.Formatter):
     """:func:`human_line` of a record."""
 
     def format(self, record: logging.LogRecord) -> str:
-        """One line (a traceback, when there is one, follows on its own lines)."""
+        """One line (a traceback, when there is one, follows on its own indented lines)."""
         line = human_line(record.created, record.levelname, record.name, record.getMessage(),
                           _fields(record))  # fmt: skip
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+            line += "\n" + indented(self.formatException(record.exc_info))
         return line
 
 
@@ -126,23 +180,27 @@ class OrbitHandler(logging.StreamHandler[TextIO]):
         )
         self.format_line: Line = json_line if json_lines else human_line
         self.setFormatter(self.orbit_formatter)
+        self.unbuffered = _unbuffered(stream)
 
-    def takes_directly(self, level: int) -> bool:
-        """Whether a line at ``level`` would be this handler's line, formatted its own way."""
-        return level >= self.level and not self.filters and self.formatter is self.orbit_formatter
+    def setStream(self, stream: TextIO) -> TextIO | None:
+        """Write to ``stream`` from now on (``logging``'s own method), noting how it buffers."""
+        self.unbuffered = _unbuffered(stream)
+        return super().setStream(stream)
 
     def write_line(self, logger: logging.Logger, level: int, message: str,
                    fields: Mapping[str, Any]) -> None:  # fmt: skip
         """Write the line ``logger.log(level, message, extra={"orbit": fields})`` would, as
         ``StreamHandler.emit`` writes it: under the handler's lock, flushed at once (nothing is
-        held back, so a process killed by SIGKILL has lost no line it logged)."""
+        held back, so a process killed by SIGKILL has lost no line it logged). A stream that
+        holds nothing back (stderr: text written through to the file) needs no flush."""
         line = self.format_line(
             time.time(), logging.getLevelName(level), logger.name, message, fields
         )
         with self.lock:  # type: ignore[union-attr]  # a handler always has one once built
             try:
                 self.stream.write(line + self.terminator)
-                self.stream.flush()
+                if not self.unbuffered:
+                    self.stream.flush()
             except RecursionError:
                 raise
             except Exception:  # as logging does: reported on stderr, never raised
@@ -151,21 +209,33 @@ class OrbitHandler(logging.StreamHandler[TextIO]):
                 self.handleError(record)
 
 
+def _unbuffered(stream: TextIO) -> bool:
+    """Whether ``stream`` hands each write to its file at once: a text stream writing through to
+    an unbuffered binary one, as Python opens stderr (a flush would do nothing, ~1.4 K a line)."""
+    if not isinstance(stream, io.TextIOWrapper):
+        return False
+    return stream.write_through and isinstance(stream.buffer, io.RawIOBase)
+
+
 def sole_handler(logger: logging.Logger, level: int) -> OrbitHandler | None:
-    """Orbit's handler, if it is all that a record of ``logger`` at ``level`` would meet: no
-    filter on the logger or the handler, no other handler on the way up, the standard record
-    factory. Checked on every line, since handlers come and go (pytest's ``caplog``)."""
+    """Orbit's handler, if it is all that a record of ``logger`` at ``level`` would meet, and
+    would write the record its own way: no filter on the logger or the handler, no other handler
+    on the way up, the standard record factory, the handler's level at most ``level`` and its own
+    formatter. Checked on every line, since handlers come and go (pytest's ``caplog``)."""
     if logger.filters or logging.getLogRecordFactory() is not logging.LogRecord:
         return None
     found: OrbitHandler | None = None
     node: logging.Logger | None = logger
     while node is not None:
-        for handler in node.handlers:
-            if found is not None or not isinstance(handler, OrbitHandler):
+        handlers = node.handlers
+        if handlers:
+            if found is not None or len(handlers) > 1 or not isinstance(handlers[0], OrbitHandler):
                 return None
-            found = handler
+            found = handlers[0]
         node = node.parent if node.propagate else None
-    return found if found is not None and found.takes_directly(level) else None
+    if found is None or level < found.level or found.filters:
+        return None
+    return found if found.formatter is found.orbit_formatter else None
 
 
 def log_structured(

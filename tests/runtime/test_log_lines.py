@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -43,8 +44,36 @@ def _timestamp_before(created: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+def _shown(text: str) -> str:
+    """``text`` with what could end a line or drive a terminal escaped, as the formats show it."""
+    shown = []
+    for char in text:
+        code = ord(char)
+        if char in _NAMED:
+            shown.append(_NAMED[char])
+        elif code < 0x20 or 0x7F <= code <= 0x9F:
+            shown.append(f"\\x{code:02x}")
+        elif char in "\u2028\u2029":
+            shown.append(f"\\u{code:04x}")
+        else:
+            shown.append(char)
+    return "".join(shown)
+
+
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _json_shown(line: str) -> str:
+    """A JSON line with DEL, the C1 controls and the line separators escaped."""
+    return "".join(
+        f"\\u{ord(char):04x}" if 0x7F <= ord(char) <= 0x9F or char in "\u2028\u2029" else char
+        for char in line
+    )
+
+
 def _line_before(log_format: str, record: logging.LogRecord) -> str:
-    """What HumanFormatter and JsonFormatter wrote before the direct path."""
+    """What HumanFormatter and JsonFormatter wrote before the direct path, with what could end
+    a line or drive a terminal escaped."""
     fields = getattr(record, "orbit", None)
     fields = fields if isinstance(fields, dict) else {}
     if log_format == "json":
@@ -54,13 +83,14 @@ def _line_before(log_format: str, record: logging.LogRecord) -> str:
         }  # fmt: skip
         if record.exc_info:
             entry["exception"] = logging.Formatter().formatException(record.exc_info)
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        return _json_shown(json.dumps(entry, default=str, ensure_ascii=False))
     pairs = " ".join(f"{key}={value}" for key, value in fields.items())
     line = (f"{_timestamp_before(record.created)} {record.levelname:<5} {record.name}: "
             f"{record.getMessage()}")  # fmt: skip
-    line = f"{line} {pairs}" if pairs else line
+    line = _shown(f"{line} {pairs}" if pairs else line)
     if record.exc_info:
-        line += "\n" + logging.Formatter().formatException(record.exc_info)
+        traceback = logging.Formatter().formatException(record.exc_info)
+        line += "".join(f"\n    {_shown(part)}" for part in traceback.split("\n"))
     return line
 
 
@@ -122,7 +152,7 @@ def test_a_line_written_directly_is_the_line_logging_writes(
 
 @settings(max_examples=200, deadline=None)
 @given(log_format=st.sampled_from(["text", "json"]), message=st.text(), fields=FIELDS)
-def test_a_record_with_an_exception_is_written_as_before(
+def test_a_record_with_an_exception_is_its_line_then_its_traceback_indented(
     log_format: str, message: str, fields: dict[str, Any]
 ) -> None:
     try:
@@ -195,3 +225,21 @@ def test_the_event_log_hands_pytests_caplog_each_record_with_its_fields_in_order
     (record,) = [r for r in caplog.records if r.name == "orbit.execution"]
     assert (record.getMessage(), record.levelno) == (message, level)
     assert list(record.orbit.items()) == fields  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("write_through", [True, False], ids=["stderr-like", "buffered"])
+def test_a_line_written_directly_reaches_the_file_at_once(
+    logger: logging.Logger, write_through: bool
+) -> None:
+    reader, writer = os.pipe()
+    raw = io.FileIO(writer, "w")
+    binary = raw if write_through else io.BufferedWriter(raw)
+    stream = io.TextIOWrapper(binary, encoding="utf-8", write_through=write_through)
+    logger.handlers[:] = [OrbitHandler(stream, "text")]
+    try:
+        log_structured(logger, logging.INFO, "execution started", {"execution_id": "e-1"})
+        assert os.read(reader, 4096).endswith(b"execution started execution_id=e-1\n")
+    finally:
+        logger.handlers.clear()
+        stream.close()
+        os.close(reader)
