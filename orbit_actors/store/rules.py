@@ -25,12 +25,13 @@ def check_commit(current: tuple[int, int] | None, commit: Commit) -> None:
     elif run != row.run:
         raise StorageError(f"execution `{row.execution_id}` is in run {run}, not {row.run}")
     expected = last_seq + 1
-    for offset, event in enumerate(commit.events):
-        if event.seq != expected + offset:
+    for event in commit.events:
+        if event.seq != expected:
             raise StorageError(
                 f"execution `{row.execution_id}` has seq {last_seq}; "
-                f"event {offset + 1} of the commit has seq {event.seq}"
+                f"event {expected - last_seq} of the commit has seq {event.seq}"
             )
+        expected += 1
 
 
 TOUCH_INTERVAL_MS = 1000

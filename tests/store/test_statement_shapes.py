@@ -15,7 +15,7 @@ from orbit_actors.store import Commit
 from orbit_actors.store.group import CommitWork
 from orbit_actors.store.sqlite.commits import CommitBatcher
 from orbit_actors.store.sqlite.schema import connect, prepare
-from orbit_actors.store.sqlite.shapes import MOST_ROWS, pieces
+from orbit_actors.store.sqlite.shapes import MOST_ROWS, insert_flat, pieces
 
 from .helpers import commit
 
@@ -48,6 +48,15 @@ def test_pieces_cover_the_rows_in_order_with_powers_of_two(total: int) -> None:
     assert sum(count for _, count in found) == total
     assert all(count & (count - 1) == 0 and 0 < count <= MOST_ROWS for _, count in found)
     assert [count for _, count in found] == sorted((count for _, count in found), reverse=True)
+
+
+@given(st.integers(min_value=0, max_value=2 * MOST_ROWS + 3))
+def test_rows_laid_end_to_end_are_inserted_whole_and_in_order(total: int) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (n INTEGER, label TEXT)")
+    rows = [(n, f"row {n}") for n in range(total)]
+    insert_flat(conn, "INSERT INTO t (n, label) VALUES {rows}", 2, [v for row in rows for v in row])
+    assert conn.execute("SELECT n, label FROM t ORDER BY rowid").fetchall() == rows
 
 
 def test_batches_of_every_size_up_to_40_run_a_few_statement_texts(tmp_path: Path) -> None:

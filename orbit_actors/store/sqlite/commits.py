@@ -28,7 +28,7 @@ from ..flow_slots import admits_in, take_slot
 from ..group import CommitWork
 from ..rules import check_commit
 from .rate_log import read_book, write_book
-from .shapes import insert_rows, pieces
+from .shapes import insert_flat, pieces
 
 _WRITTEN = (
     "execution_id, workflow, version, definition_hash, status, run, started_at_ms, "
@@ -60,6 +60,7 @@ _INSERT_SEGMENTS = (
     "INSERT INTO segments (id, execution_id, run, first_seq, last_seq, prev, events) VALUES {rows}"
 )
 _ARCHIVE_RUNS = "INSERT INTO runs (execution_id, run, head, last_seq) VALUES {rows}"
+_SUMMARY_WIDTH = 16  # the values of a summary row (``_summarize``)
 _COUNTED = ("segments", "executions")  # the tables whose next id the writer hands out
 
 
@@ -99,10 +100,11 @@ class CommitBatcher:
             for table in _COUNTED:
                 self._first_free(conn, table)
         self._staged_next = self._next.copy()
-        segments: list[tuple[Any, ...]] = []
-        summaries: list[tuple[Any, ...]] = []
-        kept: list[tuple[Any, ...]] = []  # summaries whose row keeps its status
-        archived: list[tuple[Any, ...]] = []
+        # each list holds its rows' values end to end (shapes.insert_flat)
+        segments: list[Any] = []
+        summaries: list[Any] = []
+        kept: list[Any] = []  # summaries whose row keeps its status
+        archived: list[Any] = []
         book = read_book(conn, [work.commit for work in works])
         staged, positions = self._staged, self._positions
         next_segment = self._staged_next["segments"]  # (handed out here, written back below)
@@ -132,10 +134,12 @@ class CommitBatcher:
             if row.flow_key is not None:  # (only one with a concurrency key holds a slot)
                 take_slot(SQLITE, conn, commit)
             if commit.rollover and current is not None:
-                archived.append((execution_id, current.run, current.head, current.last_seq))
+                archived += (execution_id, current.run, current.head, current.last_seq)
             head = current.head if current is not None and not commit.rollover else None
-            if commit.events:
-                segments.append(_segment(next_segment, head, work))
+            events = commit.events
+            if events:
+                segments += (next_segment, execution_id, row.run, events[0].seq, events[-1].seq,
+                             head, work.events_json)  # fmt: skip
                 head = next_segment
                 next_segment += 1
             # a second commit of one execution in a batch sets everything: the rows of
@@ -143,15 +147,15 @@ class CommitBatcher:
             keeps = (
                 current is not None and current.status == row.status and execution_id not in staged
             )
-            (kept if keeps else summaries).append(self._summarize(commit, current, head))
+            (kept if keeps else summaries).extend(self._summarize(commit, current, head))
         self._staged_next["segments"] = next_segment
         if book is not None:
             write_book(conn, book, [work.commit for work in works])
-        insert_rows(conn, _ARCHIVE_RUNS, archived)
-        insert_rows(conn, _INSERT_SEGMENTS, segments)
+        insert_flat(conn, _ARCHIVE_RUNS, 4, archived)
+        insert_flat(conn, _INSERT_SEGMENTS, 7, segments)
         crash_point("group-commit")
-        insert_rows(conn, _UPDATE_KEEPING_STATUS, kept)
-        insert_rows(conn, _UPSERT_EXECUTIONS, summaries)
+        insert_flat(conn, _UPDATE_KEEPING_STATUS, _SUMMARY_WIDTH, kept)
+        insert_flat(conn, _UPSERT_EXECUTIONS, _SUMMARY_WIDTH, summaries)
 
     def settle(self, committed: bool) -> None:
         """Keep what the batch staged when the transaction committed; forget it otherwise."""
@@ -171,11 +175,6 @@ class CommitBatcher:
             self._next[table] = (found or 0) + 1
         return self._next[table]
 
-    def _allocate(self, table: str) -> int:
-        value = self._staged_next[table]
-        self._staged_next[table] = value + 1
-        return value
-
     def _summarize(
         self, commit: Commit, current: Position | None, head: int | None
     ) -> tuple[Any, ...]:
@@ -185,7 +184,11 @@ class CommitBatcher:
             last_seq = events[-1].seq
         else:
             last_seq = 0 if commit.rollover or current is None else current.last_seq
-        ord_ = self._allocate("executions") if current is None else current.ord
+        if current is None:
+            ord_ = self._staged_next["executions"]
+            self._staged_next["executions"] = ord_ + 1
+        else:
+            ord_ = current.ord
         running = row.status not in TERMINAL_STATUSES
         self._staged[row.execution_id] = (
             _position((ord_, row.run, last_seq, head, row.status)) if running else None
@@ -215,19 +218,6 @@ def _lookup(count: int) -> str:
     return (
         "SELECT execution_id, ord, run, last_seq, head, status FROM executions "
         f"WHERE execution_id IN ({', '.join('?' * count)})"
-    )
-
-
-def _segment(segment_id: int, prev: int | None, work: CommitWork) -> tuple[Any, ...]:
-    row, events = work.commit.row, work.commit.events
-    return (
-        segment_id,
-        row.execution_id,
-        row.run,
-        events[0].seq,
-        events[-1].seq,
-        prev,
-        work.events_json,
     )
 
 
