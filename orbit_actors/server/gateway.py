@@ -104,9 +104,13 @@ class _Outbox:
         self._room.unpark_all()
         return frames, self._close
 
+    def full(self) -> bool:
+        """True while :data:`MAX_UNANSWERED` answers are owed: the next frame waits to be read."""
+        return self.results + self._others >= MAX_UNANSWERED
+
     async def wait_for_room(self) -> None:
-        """Before reading the next frame: wait while :data:`MAX_UNANSWERED` answers are owed."""
-        while self.results + self._others >= MAX_UNANSWERED:
+        """Wait until fewer than :data:`MAX_UNANSWERED` answers are owed."""
+        while self.full():
             await self._room.park()
 
     def result_done(self) -> None:
@@ -168,7 +172,8 @@ async def _read(
     not yet sent): a worker that does not read its answers is not read either."""
     errors_in_row = 0
     while True:
-        await outbox.wait_for_room()
+        if outbox.full():  # rarely: a coroutine per frame just to check cost more than the check
+            await outbox.wait_for_room()
         try:
             frame = await socket.receive()
         except SocketClosed:
