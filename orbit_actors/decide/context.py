@@ -102,12 +102,14 @@ class Context:
         task = unit_task(self.definition, key)
         wait = self.definition.schedule_to_start_ms(task) if task is not None else None
         state, now = self.state, self.now
-        self.events.append(  # built here, not by add(): a call with **fields costs as much again
+        # built here by position, not by add(): each keyword argument costs as much again as the
+        # slot it fills (seq, timestamp_ms, step, attempt, input, idempotency_key, redelivery,
+        # start_by_ms)
+        self.events.append(
             ev.StepScheduled(
-                seq=state.last_seq + len(self.events) + 1, timestamp_ms=now, step=key,
-                attempt=attempt, input=unit_input,
-                idempotency_key=again.idempotency_key if again else state.idempotency_key(key),
-                redelivery=redelivery, start_by_ms=None if wait is None else now + wait,
+                state.last_seq + len(self.events) + 1, now, key, attempt, unit_input,
+                again.idempotency_key if again else state.idempotency_key(key), redelivery,
+                None if wait is None else now + wait,
             )
         )  # fmt: skip
 

@@ -1,7 +1,12 @@
 """Every history event of execution.md as a plain slotted class with stable JSON.
 
 Inside the pure core an event is a plain dataclass (``__slots__``, keyword-only fields, ``type``
-a default naming its class): building one costs what a small object does. ``Event`` is one
+a default naming its class): building one costs what a small object does. The five events every
+task step makes (``WorkflowStarted``, ``StepScheduled``, ``StepDispatched``, ``StepSucceeded``,
+``WorkflowCompleted``) also take their fields by position, in field order with ``type`` left
+out: each keyword argument costs about as much again as the slot it fills (a ``StepScheduled``
+by keyword 635 ns, by position 214 ns), and the decider and the transitions build them by
+position. ``seq`` and ``timestamp_ms`` come first in every event. ``Event`` is one
 discriminated union on ``type``, and the module's functions are the only way in and out: they go
 through one pydantic ``TypeAdapter`` over that union (unknown fields forbidden), so
 :func:`event_from_json` validates a stored event as strictly as before and :func:`event_to_json`
@@ -19,7 +24,7 @@ added to an event must be added to its ``_json_fields``, which that test catches
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -72,7 +77,7 @@ class EffectiveLimits(_Frozen):
     max_payload_bytes: int
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class _Event:
     __pydantic_config__ = ConfigDict(extra="forbid")
 
@@ -138,21 +143,21 @@ class WorkflowCreated(_Event):
         return fields
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class WorkflowStarted(_Event):
     """The run started (committed together with ``WorkflowCreated``)."""
 
-    type: Literal["WorkflowStarted"] = "WorkflowStarted"
+    type: Literal["WorkflowStarted"] = field(default="WorkflowStarted", kw_only=True)
 
     def _json_fields(self) -> dict[str, Any]:
         return {"seq": self.seq, "timestamp_ms": self.timestamp_ms, "type": "WorkflowStarted"}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class StepScheduled(_Event):
     """A unit's attempt is ready: its evaluated input is recorded so replay never re-evaluates."""
 
-    type: Literal["StepScheduled"] = "StepScheduled"
+    type: Literal["StepScheduled"] = field(default="StepScheduled", kw_only=True)
     step: str
     attempt: int
     input: Any
@@ -260,11 +265,11 @@ class StepFanOut(_Event):
         }
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class StepDispatched(_Event):
     """An attempt left for a worker (or the built-in runner, or a child) under a fresh token."""
 
-    type: Literal["StepDispatched"] = "StepDispatched"
+    type: Literal["StepDispatched"] = field(default="StepDispatched", kw_only=True)
     step: str
     attempt: int
     token: str
@@ -288,11 +293,11 @@ class StepDispatched(_Event):
         return fields
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class StepSucceeded(_Event):
     """A unit resolved with an output."""
 
-    type: Literal["StepSucceeded"] = "StepSucceeded"
+    type: Literal["StepSucceeded"] = field(default="StepSucceeded", kw_only=True)
     step: str
     attempt: int
     output: Any
@@ -549,11 +554,11 @@ class DefinitionMigrated(_Event):
         }
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class WorkflowCompleted(_Event):
     """Terminal: every step resolved; ``output`` is the workflow's output."""
 
-    type: Literal["WorkflowCompleted"] = "WorkflowCompleted"
+    type: Literal["WorkflowCompleted"] = field(default="WorkflowCompleted", kw_only=True)
     output: Any
 
     def _json_fields(self) -> dict[str, Any]:
