@@ -3,6 +3,7 @@ any, and the batch of events being built (numbered from the state's last seq).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,9 +131,11 @@ class Context:
             values["index"] = index
         if plan is not None and plan.role == "handler" and self.abort is not None:
             values["error"] = self.abort.error.public()
-        state = self.state
-        lazy = {"execution": state.execution_view}
-        return Scope(values, state.step_view, self.definition.plans.keys, lazy, state.step_field)
+        return Scope(values, self.state, self.definition.plans, _LAZY)
+
+
+_LAZY: dict[str, Callable[[ExecutionState], Any]] = {"execution": ExecutionState.execution_view}
+"""What a step's scope computes only when an expression reads it."""
 
 
 payload_bytes = json_bytes
