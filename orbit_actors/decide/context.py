@@ -114,6 +114,19 @@ class Context:
             )
         )  # fmt: skip
 
+    def schedule_step(self, plan: StepPlan, unit_input: Any) -> None:
+        """``schedule(plan.key, 1, unit_input)``: the first attempt of a step's own unit (every
+        task step starts here), its task read from the plan instead of parsed from the key."""
+        task = plan.step.task if plan.kind == "task" else None
+        wait = self.definition.schedule_to_start_ms(task) if task is not None else None
+        state, now, key = self.state, self.now, plan.key
+        self.events.append(
+            ev.StepScheduled(
+                state.last_seq + len(self.events) + 1, now, key, 1, unit_input,
+                state.idempotency_key(key), False, None if wait is None else now + wait,
+            )
+        )  # fmt: skip
+
     def task_of(self, key: str) -> str | None:
         """The worker task unit ``key`` runs (None for units no worker runs)."""
         return unit_task(self.definition, key)
