@@ -88,11 +88,9 @@ def start_run(
             "(max_payload_bytes)"
         )
     value = validated_input(definition.input_schema, value, strict=parent is None)
-    created = ev.WorkflowCreated(
-        seq=1, timestamp_ms=now, execution_id=execution_id, workflow=definition.name,
-        version=definition.version, definition_hash=definition.definition_hash, input=value,
-        limits=limits, parent=parent, schedule_id=schedule_id, run=run, rerun_of=rerun_of,
-        flow=start_flow(definition, value),
+    created = ev.WorkflowCreated(  # by position, in field order: a keyword costs ~380 instructions
+        1, now, execution_id, definition.name, definition.version, definition.definition_hash,
+        value, limits, parent, schedule_id, run, rerun_of, start_flow(definition, value),
     )  # fmt: skip
     return [created, ev.WorkflowStarted(2, now)]
 

@@ -1,14 +1,16 @@
 """Every history event of execution.md as a plain slotted class with stable JSON.
 
 Inside the pure core an event is a plain dataclass (``__slots__``, keyword-only fields, ``type``
-a default naming its class): building one costs what a small object does. The five events every
-task step makes (``WorkflowStarted``, ``StepScheduled``, ``StepDispatched``, ``StepSucceeded``,
-``WorkflowCompleted``) also take their fields by position, in field order with ``type`` left
-out: each keyword argument costs about as much again as the slot it fills (a ``StepScheduled``
-by keyword 635 ns, by position 214 ns), and the decider and the transitions build them by
-position. ``seq`` and ``timestamp_ms`` come first in every event. ``Event`` is one
-discriminated union on ``type``, and the module's functions are the only way in and out: they go
-through one pydantic ``TypeAdapter`` over that union (unknown fields forbidden), so
+a default naming its class): building one costs what a small object does. The events every
+execution makes (``WorkflowCreated``, ``WorkflowStarted``, ``StepScheduled``,
+``StepDispatched``, ``StepSucceeded``, ``WorkflowCompleted``) also take their fields by
+position, in field order with ``type`` left out: each keyword argument costs about as much
+again as the slot it fills (a ``StepScheduled`` by keyword 635 ns, by position 214 ns), and the
+decider and the transitions build them by position. ``seq`` and ``timestamp_ms`` come first in
+every event.
+
+``Event`` is one discriminated union on ``type``, and the module's functions are the only way in
+and out: they go through one pydantic ``TypeAdapter`` over that union (unknown fields forbidden), so
 :func:`event_from_json` validates a stored event as strictly as before and :func:`event_to_json`
 writes the same text. Optional fields that are absent are left out of the JSON; payload fields
 (``output``, ``input``, ``payload``) keep an explicit ``null``. Nothing writes into an event once
@@ -101,12 +103,12 @@ class StartFlow(_Frozen):
     rate_keys: dict[str, str] | None = _optional()  # task → the key of its rate limit
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class WorkflowCreated(_Event):
     """The run exists: its definition, input and effective limits (and, for a rerun, the run it
     repeats)."""
 
-    type: Literal["WorkflowCreated"] = "WorkflowCreated"
+    type: Literal["WorkflowCreated"] = field(default="WorkflowCreated", kw_only=True)
     execution_id: str
     workflow: str
     version: str
