@@ -3,6 +3,7 @@ any, and the batch of events being built (numbered from the state's last seq).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,12 +103,27 @@ class Context:
         task = unit_task(self.definition, key)
         wait = self.definition.schedule_to_start_ms(task) if task is not None else None
         state, now = self.state, self.now
-        self.events.append(  # built here, not by add(): a call with **fields costs as much again
+        # built here by position, not by add(): each keyword argument costs as much again as the
+        # slot it fills (seq, timestamp_ms, step, attempt, input, idempotency_key, redelivery,
+        # start_by_ms)
+        self.events.append(
             ev.StepScheduled(
-                seq=state.last_seq + len(self.events) + 1, timestamp_ms=now, step=key,
-                attempt=attempt, input=unit_input,
-                idempotency_key=again.idempotency_key if again else state.idempotency_key(key),
-                redelivery=redelivery, start_by_ms=None if wait is None else now + wait,
+                state.last_seq + len(self.events) + 1, now, key, attempt, unit_input,
+                again.idempotency_key if again else state.idempotency_key(key), redelivery,
+                None if wait is None else now + wait,
+            )
+        )  # fmt: skip
+
+    def schedule_step(self, plan: StepPlan, unit_input: Any) -> None:
+        """``schedule(plan.key, 1, unit_input)``: the first attempt of a step's own unit (every
+        task step starts here), its task read from the plan instead of parsed from the key."""
+        task = plan.step.task if plan.kind == "task" else None
+        wait = self.definition.schedule_to_start_ms(task) if task is not None else None
+        state, now, key = self.state, self.now, plan.key
+        self.events.append(
+            ev.StepScheduled(
+                state.last_seq + len(self.events) + 1, now, key, 1, unit_input,
+                state.idempotency_key(key), False, None if wait is None else now + wait,
             )
         )  # fmt: skip
 
@@ -128,9 +144,11 @@ class Context:
             values["index"] = index
         if plan is not None and plan.role == "handler" and self.abort is not None:
             values["error"] = self.abort.error.public()
-        state = self.state
-        lazy = {"execution": state.execution_view}
-        return Scope(values, state.step_view, self.definition.plans.keys, lazy, state.step_field)
+        return Scope(values, self.state, self.definition.plans, _LAZY)
+
+
+_LAZY: dict[str, Callable[[ExecutionState], Any]] = {"execution": ExecutionState.execution_view}
+"""What a step's scope computes only when an expression reads it."""
 
 
 payload_bytes = json_bytes

@@ -208,7 +208,7 @@ def _complete(ctx: Context) -> None:
         ctx.add(ev.WorkflowFailed, error=failure, compensation="none")
         return
     seq = ctx.state.last_seq + len(ctx.events) + 1
-    ctx.events.append(ev.WorkflowCompleted(seq=seq, timestamp_ms=ctx.now, output=output))
+    ctx.events.append(ev.WorkflowCompleted(seq, ctx.now, output))  # by position: no keywords
 
 
 def _within_history_limit(ctx: Context) -> list[ev.Event]:

@@ -52,7 +52,10 @@ def _ready(
     if unit.status == "scheduled" and unit.attempt == e.attempt and not state.finished:
         found = invocation(state, definition, e.step)
         if found is not None:
-            out.ready = [r for r in out.ready if r.key != e.step] + [found]
+            ready = out.ready
+            if ready:  # a unit scheduled again in the same batch: its latest attempt only
+                ready[:] = [r for r in ready if r.key != e.step]
+            ready.append(found)
 
 
 def _cancelled(

@@ -85,7 +85,7 @@ def invocation(
         kind, task, language, timeout = plan.kind, step.task, step.language, plan.timeout_ms
     if kind == "task":
         assert task is not None
-        contract = definition.task(task)
+        contract = definition.ir.tasks[task]  # definition.task(task), without the call
         rate = _rate(definition, state, task) if definition.flow.rate_limits else None
         return TaskInvocation(
             key, task, contract.version, language or contract.language, unit.input,

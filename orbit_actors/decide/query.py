@@ -20,7 +20,7 @@ def evaluate_query(state: ExecutionState, definition: CompiledDefinition, name: 
             f"{definition.name}@{definition.version} has no query `{name}`; declared: {declared}"
         )
     values = {"input": state.input, "execution": state.execution_view()}
-    scope = Scope(values, state.step_view, definition.plans.keys, step_field=state.step_field)
+    scope = Scope(values, state, definition.plans)
     try:
         return expression.evaluate(scope)
     except EvaluationError as exc:

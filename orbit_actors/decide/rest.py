@@ -48,7 +48,13 @@ def rest_of(state: ExecutionState, definition: CompiledDefinition) -> Rest:
         status = unit.status
         if state.paused and status == "scheduled":
             continue  # it waits for the unpause: a command
-        if status in _IN_HAND and unit_kind(definition, unit) in RUN_KINDS:
+        if status not in _IN_HAND:
+            continue
+        if unit.role == "compensate":
+            kind = unit_kind(definition, unit)
+        else:  # what unit_kind finds for a step's own unit, without the call
+            kind = definition.plans[unit.step_id].kind
+        if kind in RUN_KINDS:
             at_a_child = status == "dispatched" and (unit.session or "").startswith(CHILD_SESSION)
             if not at_a_child:
                 return Rest(wake, True, False)

@@ -12,20 +12,15 @@ from ..ir.schema import SchemaViolation, validate
 from .context import Context, error
 
 
-def ready_steps(ctx: Context, step_ids: list[str]) -> list[StepPlan]:
-    """Steps of ``step_ids`` not yet started whose dependencies are all resolved."""
-    steps, resolved, plans = ctx.state.steps, ctx.state.resolved_steps, ctx.definition.plans
-    ready = []
-    for step_id in step_ids:
-        if step_id not in steps and resolved.issuperset(plans[step_id].after):
-            ready.append(plans[step_id])
-    return ready
-
-
 def start_ready(ctx: Context, step_ids: list[str]) -> None:
-    """Start every ready step; a ``continue_as_new`` that fires ends the run and alone fills the
-    batch."""
-    for plan in ready_steps(ctx, step_ids):
+    """Start every step of ``step_ids`` that is ready (not yet started, its dependencies all
+    resolved); a ``continue_as_new`` that fires ends the run and alone fills the batch. Starting
+    a step only adds events, so what is ready does not change along the loop."""
+    steps, resolved, plans = ctx.state.steps, ctx.state.resolved_steps, ctx.definition.plans
+    for step_id in step_ids:
+        plan = plans[step_id]
+        if step_id in steps or not resolved.issuperset(plan.after):
+            continue
         if plan.kind == "continue_as_new" and _continue_as_new(ctx, plan):
             return
         if plan.kind != "continue_as_new":
@@ -92,7 +87,7 @@ def _start_work(ctx: Context, plan: StepPlan) -> None:
     except EvaluationError as exc:
         fail_step(ctx, plan.key, f"{plan.path}.input: {exc}")
         return
-    ctx.schedule(plan.key, 1, value)
+    ctx.schedule_step(plan, value)
 
 
 def _start_value(ctx: Context, plan: StepPlan) -> None:

@@ -88,13 +88,11 @@ def start_run(
             "(max_payload_bytes)"
         )
     value = validated_input(definition.input_schema, value, strict=parent is None)
-    created = ev.WorkflowCreated(
-        seq=1, timestamp_ms=now, execution_id=execution_id, workflow=definition.name,
-        version=definition.version, definition_hash=definition.definition_hash, input=value,
-        limits=limits, parent=parent, schedule_id=schedule_id, run=run, rerun_of=rerun_of,
-        flow=start_flow(definition, value),
+    created = ev.WorkflowCreated(  # by position, in field order: a keyword costs ~380 instructions
+        1, now, execution_id, definition.name, definition.version, definition.definition_hash,
+        value, limits, parent, schedule_id, run, rerun_of, start_flow(definition, value),
     )  # fmt: skip
-    return [created, ev.WorkflowStarted(seq=2, timestamp_ms=now)]
+    return [created, ev.WorkflowStarted(2, now)]
 
 
 def start_flow(definition: CompiledDefinition, input: dict[str, Any]) -> ev.StartFlow | None:
@@ -201,11 +199,11 @@ def dispatch(
     else:  # what unit_timeout_ms finds for a step's own unit, without the call
         timeout = definition.plans[unit.step_id].timeout_ms
     deadline = now + timeout if timeout is not None else None
-    event = ev.StepDispatched(
-        seq=state.last_seq + 1, timestamp_ms=now, step=key, attempt=unit.attempt, token=token,
-        worker_id=worker_id, worker_session=session, deadline_ms=deadline,
-    )  # fmt: skip
-    return [event]
+    # by position (seq, timestamp_ms, step, attempt, token, worker_id, worker_session,
+    # deadline_ms): a keyword argument costs as much as the slot it fills
+    return [ev.StepDispatched(
+        state.last_seq + 1, now, key, unit.attempt, token, worker_id, session, deadline
+    )]  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -255,16 +253,18 @@ def report_result(
         return [
             ev.StepAttemptFailed(seq=seq, timestamp_ms=at, step=key, attempt=attempt, error=failure)
         ], Verdict(token, True)
-    violation = _contract_violation(definition, unit, output)
+    # no task declares an output contract: nothing to check the output against
+    violation = (
+        _contract_violation(definition, unit, output) if definition.output_schemas else output
+    )
     if isinstance(violation, ev.ErrorInfo):
         return [
             ev.StepAttemptFailed(
                 seq=seq, timestamp_ms=at, step=key, attempt=attempt, error=violation
             )
         ], Verdict(token, False, CONTRACT)
-    return [
-        ev.StepSucceeded(seq=seq, timestamp_ms=at, step=key, attempt=attempt, output=violation)
-    ], Verdict(token, True)
+    # (seq, timestamp_ms, step, attempt, output) by position: the path of every result
+    return [ev.StepSucceeded(seq, at, key, attempt, violation)], Verdict(token, True)
 
 
 def _contract_violation(definition: CompiledDefinition, unit: Unit, output: Any) -> Any:

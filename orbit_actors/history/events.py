@@ -1,9 +1,16 @@
 """Every history event of execution.md as a plain slotted class with stable JSON.
 
 Inside the pure core an event is a plain dataclass (``__slots__``, keyword-only fields, ``type``
-a default naming its class): building one costs what a small object does. ``Event`` is one
-discriminated union on ``type``, and the module's functions are the only way in and out: they go
-through one pydantic ``TypeAdapter`` over that union (unknown fields forbidden), so
+a default naming its class): building one costs what a small object does. The events every
+execution makes (``WorkflowCreated``, ``WorkflowStarted``, ``StepScheduled``,
+``StepDispatched``, ``StepSucceeded``, ``WorkflowCompleted``) also take their fields by
+position, in field order with ``type`` left out: each keyword argument costs about as much
+again as the slot it fills (a ``StepScheduled`` by keyword 635 ns, by position 214 ns), and the
+decider and the transitions build them by position. ``seq`` and ``timestamp_ms`` come first in
+every event.
+
+``Event`` is one discriminated union on ``type``, and the module's functions are the only way in
+and out: they go through one pydantic ``TypeAdapter`` over that union (unknown fields forbidden), so
 :func:`event_from_json` validates a stored event as strictly as before and :func:`event_to_json`
 writes the same text. Optional fields that are absent are left out of the JSON; payload fields
 (``output``, ``input``, ``payload``) keep an explicit ``null``. Nothing writes into an event once
@@ -19,7 +26,7 @@ added to an event must be added to its ``_json_fields``, which that test catches
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -72,7 +79,7 @@ class EffectiveLimits(_Frozen):
     max_payload_bytes: int
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class _Event:
     __pydantic_config__ = ConfigDict(extra="forbid")
 
@@ -96,12 +103,12 @@ class StartFlow(_Frozen):
     rate_keys: dict[str, str] | None = _optional()  # task → the key of its rate limit
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class WorkflowCreated(_Event):
     """The run exists: its definition, input and effective limits (and, for a rerun, the run it
     repeats)."""
 
-    type: Literal["WorkflowCreated"] = "WorkflowCreated"
+    type: Literal["WorkflowCreated"] = field(default="WorkflowCreated", kw_only=True)
     execution_id: str
     workflow: str
     version: str
@@ -138,21 +145,21 @@ class WorkflowCreated(_Event):
         return fields
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class WorkflowStarted(_Event):
     """The run started (committed together with ``WorkflowCreated``)."""
 
-    type: Literal["WorkflowStarted"] = "WorkflowStarted"
+    type: Literal["WorkflowStarted"] = field(default="WorkflowStarted", kw_only=True)
 
     def _json_fields(self) -> dict[str, Any]:
         return {"seq": self.seq, "timestamp_ms": self.timestamp_ms, "type": "WorkflowStarted"}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class StepScheduled(_Event):
     """A unit's attempt is ready: its evaluated input is recorded so replay never re-evaluates."""
 
-    type: Literal["StepScheduled"] = "StepScheduled"
+    type: Literal["StepScheduled"] = field(default="StepScheduled", kw_only=True)
     step: str
     attempt: int
     input: Any
@@ -260,11 +267,11 @@ class StepFanOut(_Event):
         }
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class StepDispatched(_Event):
     """An attempt left for a worker (or the built-in runner, or a child) under a fresh token."""
 
-    type: Literal["StepDispatched"] = "StepDispatched"
+    type: Literal["StepDispatched"] = field(default="StepDispatched", kw_only=True)
     step: str
     attempt: int
     token: str
@@ -288,11 +295,11 @@ class StepDispatched(_Event):
         return fields
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class StepSucceeded(_Event):
     """A unit resolved with an output."""
 
-    type: Literal["StepSucceeded"] = "StepSucceeded"
+    type: Literal["StepSucceeded"] = field(default="StepSucceeded", kw_only=True)
     step: str
     attempt: int
     output: Any
@@ -549,11 +556,11 @@ class DefinitionMigrated(_Event):
         }
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class WorkflowCompleted(_Event):
     """Terminal: every step resolved; ``output`` is the workflow's output."""
 
-    type: Literal["WorkflowCompleted"] = "WorkflowCompleted"
+    type: Literal["WorkflowCompleted"] = field(default="WorkflowCompleted", kw_only=True)
     output: Any
 
     def _json_fields(self) -> dict[str, Any]:

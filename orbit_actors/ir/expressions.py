@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .cel_engine import cel
 
@@ -29,6 +29,7 @@ _TOKEN = re.compile(
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_NO_LAZY: Mapping[str, Callable[[Any], Any]] = {}
 
 
 class ExpressionSyntaxError(ValueError):
@@ -89,41 +90,50 @@ def compile_expression(source: str) -> Expression:
     return Expression(source, program, variables, frozenset(step_refs), all_steps, path)
 
 
+class Steps(Protocol):
+    """What a scope reads the steps through: ``step_view(id)`` gives a step's whole view;
+    ``step_field(id, name)`` one field of it (``KeyError`` for a name the view does not have)
+    without building the view: most expressions read ``steps.<id>.output.…``."""
+
+    def step_view(self, step_id: str) -> dict[str, Any]: ...
+
+    def step_field(self, step_id: str, name: str) -> Any: ...
+
+
 class Scope:
     """The variables an expression may read, built lazily: only the names an expression
-    references are converted, and of ``steps`` only the entries it names. A name of ``lazy``
-    is computed when an expression reads it (most read none of ``execution``).
+    references are converted, and of ``steps`` only the entries it names (read through
+    ``steps``; ``step_ids`` names them all). A name of ``lazy`` is computed when an expression
+    reads it, by its function of ``steps`` (most read none of ``execution``).
 
-    ``step_view(id)`` gives a step's whole view; ``step_field(id, name)``, when given, one field
-    of it (``KeyError`` for a name the view lacks) without building the view: most expressions
-    read ``steps.<id>.output.…``."""
+    A scope is made for every template a decision renders, so making one costs no more than
+    its four slots: the steps and the lazy names come as one object and one shared table,
+    not as a bound method and a dict each."""
 
-    __slots__ = ("_lazy", "_step_field", "_step_ids", "_step_view", "_values")
+    __slots__ = ("_lazy", "_step_ids", "_steps", "_values")
 
     def __init__(
         self,
         values: Mapping[str, Any],
-        step_view: Callable[[str], dict[str, Any]] | None = None,
-        step_ids: Callable[[], Iterable[str]] | None = None,
-        lazy: Mapping[str, Callable[[], Any]] | None = None,
-        step_field: Callable[[str, str], Any] | None = None,
+        steps: Steps | None = None,
+        step_ids: Iterable[str] | None = None,
+        lazy: Mapping[str, Callable[[Any], Any]] = _NO_LAZY,
     ) -> None:
         self._values = values
-        self._step_view = step_view
+        self._steps = steps
         self._step_ids = step_ids
-        self._lazy = lazy or {}
-        self._step_field = step_field
+        self._lazy = lazy
 
     def bindings(self, expression: Expression) -> dict[str, Any]:
         """The CEL activation for ``expression``."""
         out: dict[str, Any] = {}
         for name in expression.variables:
-            if name == "steps" and self._step_view is not None:
+            if name == "steps" and self._steps is not None:
                 out[name] = self._steps_for(expression)
             elif name in self._values:
                 out[name] = self._values[name]
             elif name in self._lazy:
-                out[name] = self._lazy[name]()
+                out[name] = self._lazy[name](self._steps)
         return out
 
     def select(self, path: tuple[str, ...]) -> Any:
@@ -131,21 +141,22 @@ class Scope:
         :class:`_NotPlain` unless every step is a present key of a map and the value is plain
         JSON that CEL would give back unchanged."""
         head = path[0]
-        if head == "steps" and self._step_view is not None:
-            if len(path) > 2 and self._step_field is not None:
+        steps = self._steps
+        if head == "steps" and steps is not None:
+            if len(path) > 2:
                 try:
-                    value: Any = self._step_field(path[1], path[2])
+                    value: Any = steps.step_field(path[1], path[2])
                 except KeyError:
                     raise _NotPlain from None
                 rest = path[3:]
             elif len(path) > 1:
-                value, rest = self._step_view(path[1]), path[2:]
+                value, rest = steps.step_view(path[1]), path[2:]
             else:
                 raise _NotPlain
         elif head in self._values:
             value, rest = self._values[head], path[1:]
         elif head in self._lazy:
-            value, rest = self._lazy[head](), path[1:]
+            value, rest = self._lazy[head](steps), path[1:]
         else:
             raise _NotPlain
         for key in rest:
@@ -160,12 +171,12 @@ class Scope:
         return _plain_copy(value)
 
     def _steps_for(self, expression: Expression) -> dict[str, Any]:
-        assert self._step_view is not None
+        assert self._steps is not None
         if expression.reads_all_steps and self._step_ids is not None:
-            names: Iterable[str] = self._step_ids()
+            names: Iterable[str] = self._step_ids
         else:
             names = expression.step_refs
-        return {name: self._step_view(name) for name in names}
+        return {name: self._steps.step_view(name) for name in names}
 
 
 @dataclass(frozen=True, eq=False)
@@ -236,7 +247,10 @@ def _renderer(node: Any) -> Callable[[Scope], Any] | None:
     list built anew; None for any other value, which renders as itself. Built once per
     template, so a render walks no node types."""
     if isinstance(node, _Hole):
-        return node.render
+        path = node.expression.field_path
+        if path is None:
+            return node.render
+        return _path_renderer(path, node)
     if isinstance(node, dict):
         entries = tuple((key, _renderer(value), value) for key, value in node.items())
 
@@ -251,6 +265,20 @@ def _renderer(node: Any) -> Callable[[Scope], Any] | None:
         items = tuple((_renderer(value), value) for value in node)
         return lambda scope: [value if render is None else render(scope) for render, value in items]
     return None
+
+
+def _path_renderer(path: tuple[str, ...], hole: _Hole) -> Callable[[Scope], Any]:
+    """A hole that only selects a field (``${steps.a.output.n}``) reads it straight from the
+    scope, without the hole's and the expression's calls around the read; anything the direct
+    read does not take goes through the hole as before (CEL's value, the path in the error)."""
+
+    def render_path(scope: Scope) -> Any:
+        try:
+            return scope.select(path)
+        except _NotPlain:
+            return hole.render(scope)
+
+    return render_path
 
 
 def _child(path: str, key: str) -> str:

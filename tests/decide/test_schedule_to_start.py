@@ -5,10 +5,15 @@ unit's ``StepScheduled``, so replay and a restart keep it."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from orbit_actors.decide.context import Context
 from orbit_actors.errors import DefinitionError
+from orbit_actors.history import events as ev
 from orbit_actors.history.apply import replay
 from orbit_actors.ir import compile_source
 from orbit_actors.testing import Driver
@@ -93,3 +98,39 @@ def test_a_zero_schedule_to_start_times_the_unit_out_in_the_batch_that_schedules
     d = started(SOURCE.replace("schedule_to_start: 5m", "schedule_to_start: 0s"))
     assert d.types()[2:] == ["StepScheduled", "StepAttemptFailed", "RetryScheduled"]
     d.assert_consistent()
+
+
+EVERY_KIND = """
+workflow: kinds
+version: 1.0.0
+tasks:
+  charge: {version: "2", schedule_to_start: 5m}
+  other: {version: "1"}
+steps:
+  - {id: charge, task: charge}
+  - {id: plain, task: other}
+  - id: call
+    http: {method: post, url: "http://127.0.0.1:9/x", timeout: 5s}
+on_failure:
+  - {id: alert, task: charge}
+  - {id: note, task: other}
+"""
+
+
+@given(
+    default=st.none() | st.integers(min_value=0, max_value=10**9),
+    value=st.none() | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    last_seq=st.integers(min_value=2, max_value=50),
+)
+def test_a_steps_first_attempt_is_scheduled_as_schedule_schedules_its_key(
+    default: int | None, value: Any, last_seq: int
+) -> None:
+    compiled = dataclasses.replace(compile_source(EVERY_KIND), default_schedule_to_start_ms=default)
+    state = Driver(compiled).start({}).state
+    state.last_seq = last_seq
+    for plan in compiled.plans.values():
+        fast = Context(state, compiled, 1_000, None, [ev.StepSucceeded(1, 1, "x", 1, None)])
+        reference = Context(state, compiled, 1_000, None, [ev.StepSucceeded(1, 1, "x", 1, None)])
+        fast.schedule_step(plan, value)
+        reference.schedule(plan.key, 1, value)
+        assert fast.events == reference.events

@@ -4,17 +4,37 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orbit_actors.ir.expressions import EvaluationError, Scope, compile_expression, compile_template
+from orbit_actors.ir.expressions import (
+    EvaluationError,
+    Scope,
+    _Hole,
+    compile_expression,
+    compile_template,
+)
 
 
 def render(raw: Any, **values: Any) -> Any:
     return compile_template(raw).render(Scope(values))
+
+
+class _Views:
+    """Steps read from a function giving each step's view; a field is read from the view."""
+
+    def __init__(self, view: Callable[[str], dict[str, Any]]) -> None:
+        self.view = view
+
+    def step_view(self, step_id: str) -> dict[str, Any]:
+        return self.view(step_id)
+
+    def step_field(self, step_id: str, name: str) -> Any:
+        return self.view(step_id)[name]
 
 
 def test_a_whole_string_template_is_replaced_by_the_typed_value() -> None:
@@ -70,7 +90,7 @@ def test_bindings_convert_only_the_steps_an_expression_reads() -> None:
         return {"output": 1}
 
     expression = compile_expression("steps.a.output")
-    assert expression.evaluate(Scope({}, view, lambda: ["a", "b", "c"])) == 1
+    assert expression.evaluate(Scope({}, _Views(view), ["a", "b", "c"])) == 1
     assert seen == ["a"]
 
 
@@ -109,7 +129,7 @@ def test_a_field_path_read_directly_equals_cel(value: Any, path: list[str]) -> N
 
 def test_a_step_field_path_reads_the_step_view() -> None:
     expression = compile_expression("steps.a.output.n")
-    scope = Scope({}, step_view=lambda name: {"status": "completed", "output": {"n": [name]}})
+    scope = Scope({}, _Views(lambda name: {"status": "completed", "output": {"n": [name]}}))
     assert expression.field_path == ("steps", "a", "output", "n")
     assert expression.evaluate(scope) == ["a"]
 
@@ -119,11 +139,31 @@ def test_a_step_field_path_reads_the_step_view() -> None:
 )
 def test_a_step_read_through_step_field_equals_the_view(source: str) -> None:
     view = {"status": "succeeded", "output": {"n": [1]}, "error": None, "attempts": 1}
-
-    def field(step_id: str, name: str) -> Any:
-        return dict(view)[name]
-
     expression = compile_expression(source)
-    with_view = Scope({}, step_view=lambda name: dict(view))
-    with_field = Scope({}, step_view=lambda name: dict(view), step_field=field)
-    assert _outcome(expression, with_field) == _outcome(expression, with_view)
+    through_cel = dataclasses.replace(expression, field_path=None)  # reads the whole view
+    scope = Scope({}, _Views(lambda name: dict(view)))
+    assert _outcome(expression, scope) == _outcome(through_cel, scope)
+
+
+def _rendered(template: Any, scope: Scope) -> tuple[str, Any]:
+    try:
+        return "value", json.dumps(template.render(scope), sort_keys=True)  # NaN-safe
+    except EvaluationError as exc:
+        return "error", str(exc)
+
+
+@given(
+    value=_json,
+    head=st.sampled_from(["input", "steps.a.output", "steps.a", "steps.b.status"]),
+    path=st.lists(st.sampled_from("abc"), min_size=0, max_size=2),
+)
+def test_a_field_path_hole_renders_what_the_hole_renders(
+    value: Any, head: str, path: list[str]
+) -> None:
+    template = compile_template({"x": ["${" + ".".join([head, *path]) + "}"]})
+    ((where, expression),) = template.expressions
+    hole = _Hole(where, expression)  # what the template rendered before reading paths directly
+    reference = dataclasses.replace(template, renderer=lambda scope: {"x": [hole.render(scope)]})
+    view = {"status": "succeeded", "output": value, "error": None, "attempts": 1}
+    scope = Scope({"input": value}, _Views(lambda name: dict(view)))
+    assert _rendered(template, scope) == _rendered(reference, scope)
