@@ -3,7 +3,7 @@ together so that their commits go to the group writer while another request watc
 the store fails answers each of its results with the error and publishes nothing (the results
 sent again are taken); a fault while publishing a batch in another actor's task crashes that
 batch's actor only; and no task is pushed, no result acknowledged, before its commit is
-durable."""
+durable; a runtime that closes while handed commits are in flight waits for them."""
 
 from __future__ import annotations
 
@@ -186,3 +186,51 @@ async def test_nothing_of_a_handed_batch_is_seen_before_it_is_durable(
                     assert (await runtime.wait(f"e{n}", 30)).status == "completed"
                 nursery.cancel_scope.cancel()
     assert not early, early
+
+
+async def test_a_runtime_closes_while_handed_commits_are_in_flight_and_what_it_acked_is_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    attempt = GroupWriter._attempt
+
+    def attempt_slowly(self: GroupWriter[Any], batch: list[Any]) -> None:
+        time.sleep(0.02)  # (the writer's thread) a slow disk
+        attempt(self, batch)
+
+    monkeypatch.setattr(GroupWriter, "_attempt", attempt_slowly)
+    handed: list[Any] = []
+    commit_soon = GroupWriter.commit_soon
+
+    def counted(self: GroupWriter[Any], *args: Any) -> Any:
+        request = commit_soon(self, *args)
+        if request is not None:
+            handed.append(request)
+        return request
+
+    monkeypatch.setattr(GroupWriter, "commit_soon", counted)
+    acknowledged: list[str] = []
+    with trio.fail_after(60):
+        async with open_sqlite_store(tmp_path / "o.db") as store:
+            async with open_runtime(store) as runtime:
+                await runtime.register_definition(TWO)
+                worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(worker.serve)
+                    for n in range(30):
+                        await runtime.start("wf", execution_id=f"e{n}")
+                    tasks = await worker.wait_for_tasks(30)
+
+                    async def complete(task: wire.Task) -> None:
+                        answer = await worker.complete(task.token, {"n": 1})
+                        if isinstance(answer, wire.Ack) and answer.accepted:
+                            acknowledged.append(task.execution_id)
+
+                    for task in tasks:
+                        nursery.start_soon(complete, task)
+                    await trio.sleep(0.03)  # some commits handed over, none or few durable
+                    assert any(not request.done for request in handed)
+                    nursery.cancel_scope.cancel()
+            async with open_runtime(store) as runtime:
+                for execution_id in acknowledged:
+                    types = [event.type for event in await runtime.history(execution_id)]
+                    assert "StepSucceeded" in types, (execution_id, types)
