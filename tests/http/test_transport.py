@@ -302,6 +302,19 @@ async def test_a_websocket_echoes_messages_sent_in_fragments_and_answers_pings()
         assert isinstance(pong, Pong) and pong.payload == b"are you there"
 
 
+async def test_a_websocket_upgrade_after_plain_requests_on_one_connection_is_served() -> None:
+    async with running(EchoApp()) as (_, port):
+        plain = await Client.open(port)
+        for _ in range(2):  # answered plainly (no cancel scope yet)
+            assert (await plain.request("GET", "/x"))[0].status_code == 200
+        client = WsClient(plain.stream)  # the same connection goes on as a WebSocket
+        await client.send(WsRequest(host="test", target="/ws"))
+        assert isinstance(await client.next_event(), AcceptConnection)
+        await client.send(Message(data="hello"))
+        echoed = await client.next_event()
+        assert isinstance(echoed, TextMessage) and echoed.data == "hello"
+
+
 async def test_a_websocket_message_over_the_limit_closes_with_1009() -> None:
     async with running(EchoApp()) as (_, port):
         client, _ = await WsClient.open(port)

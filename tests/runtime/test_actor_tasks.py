@@ -61,7 +61,8 @@ async def test_at_most_keep_tasks_wait_and_a_waiting_one_runs_the_next_job() -> 
         tasks.start_soon(job, "c")
         await trio.testing.wait_all_tasks_blocked()
         trio.lowlevel.remove_instrument(spawns)
-        assert [name for name, _ in ran] == ["a", "b", "c"]
+        # a and b in either order (trio runs the tasks of a batch in a random order), then c
+        assert sorted(name for name, _ in ran[:2]) == ["a", "b"] and ran[2][0] == "c"
         assert ran[2][1] in (ran[0][1], ran[1][1])  # c runs in a's or b's task
         assert spawns.names == [ACTOR, ACTOR]
         go.set()
