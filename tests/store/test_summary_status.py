@@ -3,15 +3,16 @@ status indexes; the row and every listing by status stay exact."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from orbit_actors.history.events import events_to_json
-from orbit_actors.store import open_sqlite_store
+from orbit_actors.store import Commit, open_sqlite_store
 from orbit_actors.store.group import CommitWork
-from orbit_actors.store.sqlite.commits import CommitBatcher
+from orbit_actors.store.sqlite.commits import ROW_COLUMNS, CommitBatcher
 from orbit_actors.store.sqlite.schema import connect, prepare
 
-from .helpers import commit
+from .helpers import commit, events, row
 
 
 def _wal_frames(path: Path) -> int:
@@ -102,5 +103,48 @@ def test_a_status_read_back_after_a_restart_is_the_stored_one(tmp_path: Path) ->
             "WHERE status = 'running'"
         ).fetchall() == [("e1",)]
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    finally:
+        conn.close()
+
+
+def test_a_commit_keeping_the_status_writes_the_row_a_status_change_would(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "o.db"
+    prepare(path, "full")
+    conn = connect(path, "full", writer=True)
+    batcher = CommitBatcher()
+
+    def later(execution_id: str) -> Commit:  # every rewritten column differs from the first
+        new = replace(
+            row(execution_id, parent_id="p", wake_at_ms=9000, busy=False),
+            version="2.0.0", definition_hash="g" * 64, run=2, paused=True, closed_at_ms=5,
+        )  # fmt: skip
+        return Commit(new, events(1), rollover=True)
+
+    try:
+        for batch in (
+            [
+                commit("kept", 1, parent_id="p"),
+                commit("changed", 1, parent_id="p", status="queued"),
+            ],
+            [later("kept"), later("changed")],  # running -> running, queued -> running
+        ):
+            works = [CommitWork(c, events_to_json(c.events)) for c in batch]
+            conn.execute("BEGIN IMMEDIATE")
+            batcher.run(conn, works)
+            conn.execute("COMMIT")
+            batcher.settle(committed=True)
+        kept, changed = (
+            conn.execute(
+                f"SELECT {ROW_COLUMNS}, head - (SELECT MAX(id) FROM segments) FROM executions "
+                "WHERE execution_id = ?",
+                (execution_id,),
+            ).fetchone()[1:]
+            for execution_id in ("kept", "changed")
+        )
+        assert kept[:-1] == changed[:-1]
+        assert {kept[-1], changed[-1]} == {0, -1}  # each its own newest segment
+        assert kept[1:4] == ("2.0.0", "g" * 64, "running")
     finally:
         conn.close()

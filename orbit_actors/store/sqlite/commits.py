@@ -41,26 +41,36 @@ wake-up index reads as busy)."""
 # (shapes.py): a few steps of SQLite, so the writer thread gives up and takes back the GIL a few
 # times per batch rather than once per row (under a busy trio thread every take-back can wait a
 # whole switch interval), and texts the statement cache keeps compiled.
-_UPDATED = (
-    "run = excluded.run, version = excluded.version, definition_hash = excluded.definition_hash, "
-    "closed_at_ms = excluded.closed_at_ms, last_seq = excluded.last_seq, "
-    "wake_at_ms = excluded.wake_at_ms, busy = excluded.busy, paused = excluded.paused, "
-    "head = excluded.head"
-)
+_REWRITTEN = (
+    "run", "version", "definition_hash", "closed_at_ms", "last_seq", "wake_at_ms", "busy",
+    "paused", "head",
+)  # fmt: skip
+"""The columns a commit rewrites in an existing row: the others (workflow, started_at_ms,
+parent_id, ...) never change once written, and ``status`` only where it changes."""
 _UPSERT_EXECUTIONS = (
     f"INSERT INTO executions (ord, {_WRITTEN}, wake_at_ms, busy, paused, head) VALUES {{rows}} "
-    f"ON CONFLICT (ord) DO UPDATE SET status = excluded.status, {_UPDATED}"
+    "ON CONFLICT (ord) DO UPDATE SET status = excluded.status, "
+    + ", ".join(f"{column} = excluded.{column}" for column in _REWRITTEN)
 )
 _UPDATE_KEEPING_STATUS = (
-    f"INSERT INTO executions (ord, {_WRITTEN}, wake_at_ms, busy, paused, head) VALUES {{rows}} "
-    f"ON CONFLICT (ord) DO UPDATE SET {_UPDATED}"
+    f"INSERT INTO executions (ord, {', '.join(_REWRITTEN)}, "
+    "execution_id, workflow, status, started_at_ms) "
+    f"SELECT *, '', '', '', 0 FROM (VALUES {{rows}}) WHERE true "
+    "ON CONFLICT (ord) DO UPDATE SET "
+    + ", ".join(f"{column} = excluded.{column}" for column in _REWRITTEN)
 )
-"""For rows known to exist with the status they are given (their index entries stay)."""
+"""For rows known to exist with the status they are given (their index entries stay): only
+the rewritten columns are bound (each value bound costs ~1,000-2,000 instructions; ~11,000 per
+execution fewer in a burst). SQLite checks NOT NULL before it looks for the conflict, so the
+other NOT NULL columns take placeholders the DO UPDATE never reads; the conflict target is the
+row's ord, tested before any other unique index (``WHERE true`` tells the parser that ON
+CONFLICT belongs to the INSERT, not to the SELECT's join)."""
 _INSERT_SEGMENTS = (
     "INSERT INTO segments (id, execution_id, run, first_seq, last_seq, prev, events) VALUES {rows}"
 )
 _ARCHIVE_RUNS = "INSERT INTO runs (execution_id, run, head, last_seq) VALUES {rows}"
 _SUMMARY_WIDTH = 16  # the values of a summary row (``_summarize``)
+_KEPT_WIDTH = 1 + len(_REWRITTEN)  # ord and the rewritten columns
 _COUNTED = ("segments", "executions")  # the tables whose next id the writer hands out
 
 
@@ -143,18 +153,26 @@ class CommitBatcher:
                 head = next_segment
                 next_segment += 1
             # a second commit of one execution in a batch sets everything: the rows of
-            # ``kept`` are written first, so only an execution's first row may go there
+            # ``kept`` are written first, so only an execution's first row may go there; and
+            # only a running one's, whose row no purge can have deleted (its ``kept`` row
+            # would be inserted)
             keeps = (
-                current is not None and current.status == row.status and execution_id not in staged
+                current is not None
+                and current.status == row.status
+                and execution_id not in staged
+                and row.status not in TERMINAL_STATUSES
             )
-            (kept if keeps else summaries).extend(self._summarize(commit, current, head))
+            if keeps:
+                kept += self._summarize(commit, current, head, keeps=True)
+            else:
+                summaries += self._summarize(commit, current, head, keeps=False)
         self._staged_next["segments"] = next_segment
         if book is not None:
             write_book(conn, book, [work.commit for work in works])
         insert_flat(conn, _ARCHIVE_RUNS, 4, archived)
         insert_flat(conn, _INSERT_SEGMENTS, 7, segments)
         crash_point("group-commit")
-        insert_flat(conn, _UPDATE_KEEPING_STATUS, _SUMMARY_WIDTH, kept)
+        insert_flat(conn, _UPDATE_KEEPING_STATUS, _KEPT_WIDTH, kept)
         insert_flat(conn, _UPSERT_EXECUTIONS, _SUMMARY_WIDTH, summaries)
 
     def settle(self, committed: bool) -> None:
@@ -176,9 +194,10 @@ class CommitBatcher:
         return self._next[table]
 
     def _summarize(
-        self, commit: Commit, current: Position | None, head: int | None
+        self, commit: Commit, current: Position | None, head: int | None, keeps: bool
     ) -> tuple[Any, ...]:
-        """The summary row to write (a new row gets the next ord) and the position to stage."""
+        """The summary row to write (a new row gets the next ord) and the position to stage;
+        for a row that ``keeps`` its status, only its ord and the rewritten columns."""
         row, events = commit.row, commit.events
         if events:
             last_seq = events[-1].seq
@@ -194,6 +213,10 @@ class CommitBatcher:
             _position((ord_, row.run, last_seq, head, row.status)) if running else None
         )
         # the bools as ints: bound without sqlite3's adapter look-up (schema.py)
+        if keeps:  # (in _REWRITTEN's order)
+            return (ord_, row.run, row.version, row.definition_hash, row.closed_at_ms, last_seq,
+                    row.wake_at_ms, 1 if row.busy else 0, 1 if row.paused else 0,
+                    head)  # fmt: skip
         return (ord_, row.execution_id, row.workflow, row.version, row.definition_hash, row.status,
                 row.run, row.started_at_ms, row.closed_at_ms, row.parent_id, row.schedule_id,
                 last_seq, row.wake_at_ms, 1 if row.busy else 0, 1 if row.paused else 0,
