@@ -29,7 +29,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..decide.invocation import RateTake, TaskInvocation
 from ..store.base import RateCharge, RateLimited
@@ -46,9 +46,9 @@ SendTask = Callable[[TaskFields], None]
 
 
 def task_model(task: TaskFields) -> wire.Task:
-    """The ``Task`` of these fields (every field, each already of its type: not validated)."""
-    fields: dict[str, Any] = dict(task)
-    return unchecked(wire.Task, fields, _TASK_GIVEN)
+    """The ``Task`` of these fields (every field, each already of its type: not validated);
+    it shares them (a frozen model, and held fields are never changed: a resend is a copy)."""
+    return unchecked(wire.Task, cast("dict[str, Any]", task), _TASK_GIVEN)
 
 
 def resent(task: TaskFields) -> TaskFields:
