@@ -25,7 +25,7 @@ from .actors import commands as cmd
 from .actors.clock import Clock
 from .actors.execution import ExecutionPorts, Passivation
 from .actors.http_runner import HttpRunner
-from .actors.pool import WorkerPool
+from .actors.pool import SendTask, WorkerPool
 from .actors.rate_windows import serve_rate_windows
 from .actors.scheduler import Scheduler, SchedulerPorts, ScheduleSpec
 from .actors.sessions import (
@@ -83,7 +83,7 @@ from .supervisor.upgrade import CheckPage, Upgrades
 from .supervisor.waiters import Waiters
 from .views import ExecutionDetail, ExecutionResult, Schedule, Worker, describe, summary
 from .views.models import TaskStatus
-from .wire.messages import Task
+from .wire.server_fields import TaskFields
 
 if TYPE_CHECKING:  # the otel extra is optional: the server imports the tracer only when asked
     from .observe.tracing import Tracer
@@ -285,8 +285,9 @@ def _wire(
         if state.parent is not None:
             registry.tell_child_ended(state)
 
-    def adopt(session_id: str, worker_id: str, task: Task, dispatched_at_ms: int) -> None:
-        if sharing is None or not sharing.readopt(session_id, task.token, task.execution_id):
+    def adopt(session_id: str, worker_id: str, task: TaskFields, dispatched_at_ms: int) -> None:
+        token, execution_id = task["token"], task["execution_id"]
+        if sharing is None or not sharing.readopt(session_id, token, execution_id):
             sessions.adopt(session_id, worker_id, task, dispatched_at_ms)
 
     ports = ExecutionPorts(
@@ -733,12 +734,12 @@ class Runtime:
     # -- workers ---------------------------------------------------------------------------
     def connect(
         self, send: Send, close: Any = None, bound_worker_id: str | None = None,
-        send_ack: SendAck | None = None,
+        send_ack: SendAck | None = None, send_task: SendTask | None = None,
     ) -> Connection:  # fmt: skip
         """A worker connection; the gateway feeds it decoded messages. ``bound_worker_id`` is
-        the worker its credentials name, if they name one; ``send_ack``, see
+        the worker its credentials name, if they name one; ``send_ack`` and ``send_task``, see
         :meth:`~.actors.sessions.SessionManager.connect`."""
-        return self.sessions.connect(send, close, bound_worker_id, send_ack)
+        return self.sessions.connect(send, close, bound_worker_id, send_ack, send_task)
 
     async def workers(self) -> list[Worker]:
         """Every worker ever registered, with its live sessions and tasks in flight."""

@@ -53,8 +53,7 @@ from ..store.base import (
 )
 from ..store.group import WriteRequest
 from ..views import ExecutionDetail, describe, row_of
-from ..views.unchecked import unchecked
-from ..wire.messages import Task
+from ..wire.server_fields import TaskFields
 from . import commands as cmd
 from .clock import Clock
 from .pool import WorkerPort
@@ -133,7 +132,7 @@ class ExecutionPorts:
     instance_id: str  # names this process's built-in pseudo session
     pool: WorkerPort
     """Ready task units, slots reserved and released, tasks pushed, results settled."""
-    adopt: Callable[[str, str, Task, int], None]
+    adopt: Callable[[str, str, TaskFields, int], None]
     """After a (re)spawn: a task a session held (session id, worker id, task, dispatched at)."""
     cancel_tokens: Callable[[dict[str, str]], None]
     """Stop these tokens at their workers or in the built-in runner (token → reason)."""
@@ -181,7 +180,7 @@ class _Handed:
     )  # fmt: skip
 
     def __init__(
-        self, batch: list[Event], claimed: list[Task], reported: str | None, began: float,
+        self, batch: list[Event], claimed: list[TaskFields], reported: str | None, began: float,
         answer: Callable[[], None], request: WriteRequest,
     ) -> None:  # fmt: skip
         self.batch = batch
@@ -416,7 +415,7 @@ class ExecutionActor:
         if isinstance(found, TaskInvocation) and found.rate is not None:
             self.ports.pool.hold(self.execution_id, found, self._now())
 
-    async def _on_remote_offer(self, c: cmd.RemoteOffer) -> Task | None:
+    async def _on_remote_offer(self, c: cmd.RemoteOffer) -> TaskFields | None:
         """A unit claimed by another server for its worker: dispatched to that worker's session
         here, the task returned for that server to push (None: stale, or over its rate limit;
         then this server keeps it until the window opens)."""
@@ -559,7 +558,7 @@ class ExecutionActor:
                     raise handed.error
         except (StorageError, AlreadyStored, ConcurrencyFull, RateLimited) as exc:
             for task in claimed:
-                pool.release(task.token)
+                pool.release(task["token"])
             limited = exc if isinstance(exc, RateLimited) else None
             pool.rates_not_taken(rates, limited)
             if limited is None:
@@ -638,7 +637,7 @@ class ExecutionActor:
         return next_wakeup(self.state, self.definition) is None
 
     def _published(
-        self, batch: list[Event], claimed: list[Task], reported: str | None
+        self, batch: list[Event], claimed: list[TaskFields], reported: str | None
     ) -> list[HttpInvocation | ChildInvocation]:
         """Publish a durable batch: the tasks it claimed pushed to their sessions, its effects
         handed out (``reported``'s worker answered: it needs no cancel); returns the ready
@@ -654,11 +653,11 @@ class ExecutionActor:
 
     def _claim_free_workers(
         self, batch: list[Event], now: int, claim_rated: bool
-    ) -> tuple[list[Task], tuple[RateCharge, ...]]:
+    ) -> tuple[list[TaskFields], tuple[RateCharge, ...]]:
         """Task units scheduled by this batch that a session can take right now are dispatched
         in the same commit (one fsync instead of two), with what they charge against their
         rate limits (none when not ``claim_rated``); the others wait in the pool's queues."""
-        claimed: list[Task] = []
+        claimed: list[TaskFields] = []
         charged: list[RateCharge] = []
         pool = self.ports.pool
         for event in batch[:]:  # dispatches are appended as they are made
@@ -830,24 +829,21 @@ class ExecutionActor:
         plan = self.definition.plans.get(unit.step_id if unit else "")
         return (plan.step.workflow or "") if plan else ""
 
-    def _task(self, found: TaskInvocation, token: str, deadline_ms: int | None) -> Task:
+    def _task(self, found: TaskInvocation, token: str, deadline_ms: int | None) -> TaskFields:
         state = self.state
-        return unchecked(Task, {
+        return {
             "type": "task", "token": token, "execution_id": state.execution_id,
             "workflow": state.workflow, "workflow_version": state.version, "step_id": found.key,
             "task_name": found.task_name, "contract_version": found.contract_version,
             "input": found.input, "idempotency_key": found.idempotency_key,
             "attempt": found.attempt, "redelivery": found.redelivery, "deadline_ms": deadline_ms,
             "timeout_ms": found.timeout_ms, "resent": False,
-        }, _TASK_GIVEN)  # fmt: skip
+        }  # fmt: skip
 
 
 def _nobody() -> None:
     """The answer to a command nobody waits for."""
 
-
-_TASK_GIVEN = frozenset(Task.model_fields) - {"type", "resent"}
-"""The fields a dispatch's ``Task`` names (the rest keep their defaults)."""
 
 _PASSIVATE = Command()
 """What :meth:`ExecutionActor._next` answers when the execution should leave memory."""

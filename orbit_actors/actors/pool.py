@@ -15,6 +15,12 @@ dispatching in its own commit) or by a match handed to the unit's actor as an :c
 **lost** with its session. A reservation whose commit fails or whose offer was stale is
 **released**. A session that ends hands back every token it held, reserved ones included, so an
 attempt committed after its worker left is redelivered like any other.
+
+A pushed task is held as its fields (:class:`~orbit_actors.wire.server_fields.TaskFields`), not
+as a ``Task`` model: the gateway encodes them as they are (``wire.encode_task``: the bytes the
+model gives), and building the model was a third of a dispatch's cost to the pool's sessions
+(~8,000 instructions per task). Only a session that takes models (an in-process worker) gets
+one, made by :func:`task_model`.
 """
 
 from __future__ import annotations
@@ -23,17 +29,35 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 from ..decide.invocation import RateTake, TaskInvocation
 from ..store.base import RateCharge, RateLimited
+from ..views.unchecked import unchecked
 from ..wire import messages as wire
+from ..wire.server_fields import TaskFields
 from .clock import system_ms
 from .flow_queue import DEFAULT_PRIORITY, RANK_SHIFT, FlowQueue, rank
 from .rate_windows import RateWindows
 
 QueueKey = tuple[str, str, str | None]
 Send = Callable[[wire.ServerMessage], None]
+SendTask = Callable[[TaskFields], None]
+
+
+def task_model(task: TaskFields) -> wire.Task:
+    """The ``Task`` of these fields (every field, each already of its type: not validated);
+    it shares them (a frozen model, and held fields are never changed: a resend is a copy)."""
+    return unchecked(wire.Task, cast("dict[str, Any]", task), _TASK_GIVEN)
+
+
+def resent(task: TaskFields) -> TaskFields:
+    """The task as it is sent again to the session that holds it (``Task.again``)."""
+    return {**task, "resent": True}
+
+
+_TASK_GIVEN = frozenset(wire.Task.model_fields) - {"type", "resent"}
+"""The fields a dispatch's ``Task`` names (the rest keep their defaults)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +98,7 @@ class Held:
     token: str
     session_id: str
     since_ms: int  # reserved at, then dispatched at
-    task: wire.Task | None = None
+    task: TaskFields | None = None
     cancelled: str | None = None
 
 
@@ -116,6 +140,7 @@ class _Member:
     send: Send | None
     held: dict[str, Held] = field(default_factory=dict)
     used: int = 0  # held tokens that are not cancelled
+    send_task: SendTask | None = None  # set with ``send``
 
     @property
     def free(self) -> int:
@@ -164,7 +189,7 @@ class WorkerPort(Protocol):
         """Keep a unit whose dispatch the store refused until its window opens."""
         ...
 
-    def push(self, task: wire.Task, now_ms: int) -> None:
+    def push(self, task: TaskFields, now_ms: int) -> None:
         """The reserved token's ``StepDispatched`` is durable: send the task to its session."""
         ...
 
@@ -321,16 +346,16 @@ class WorkerPool:
         return depth
 
     # -- tokens -----------------------------------------------------------------------------
-    def push(self, task: wire.Task, now_ms: int) -> None:
+    def push(self, task: TaskFields, now_ms: int) -> None:
         """Send a reserved token's task to its session (kept to push again on a resume). A
         token whose session ended meanwhile went back with that session's tokens."""
-        held = self._held.get(task.token)
+        held = self._held.get(task["token"])
         if held is None:
             return
         held.task, held.since_ms = task, now_ms
-        send = self._members[held.session_id].send
-        if send is not None:
-            send(task)
+        send_task = self._members[held.session_id].send_task
+        if send_task is not None:
+            send_task(task)
 
     def release(self, token: str) -> None:
         """A reservation was not used: the slot is free again (as when settled)."""
@@ -381,17 +406,18 @@ class WorkerPool:
                 member.send(wire.Cancel(tokens=cancelled, reason=reason))
             self.fill(session_id)
 
-    def adopt(self, session_id: str, worker_id: str, task: wire.Task, since_ms: int) -> None:
+    def adopt(self, session_id: str, worker_id: str, task: TaskFields, since_ms: int) -> None:
         """After a restart: a task its session held in the previous process (the session
         waits, disconnected, to be resumed)."""
-        if task.token in self._held:
+        token = task["token"]
+        if token in self._held:
             return
         member = self._members.get(session_id)
         if member is None:
             member = self._members[session_id] = _Member(worker_id, [], 0, None)
-        self._reserve(member, session_id, task.token, since_ms).task = task
-        if member.send is not None:  # resumed before its execution was back: it may lack it
-            member.send(task.again())
+        self._reserve(member, session_id, token, since_ms).task = task
+        if member.send_task is not None:  # resumed before its execution was back: it may lack it
+            member.send_task(resent(task))
 
     def holder(self, token: str) -> str | None:
         """The session holding ``token``, if any."""
@@ -407,8 +433,12 @@ class WorkerPool:
         contracts: list[tuple[str, str]],
         capacity: int,
         send: Send,
+        send_task: SendTask | None = None,
     ) -> None:
-        """A session (new or resumed: it keeps its tokens) takes work through ``send``."""
+        """A session (new or resumed: it keeps its tokens) takes work through ``send``, its
+        tasks through ``send_task`` (by default as models, through ``send``)."""
+        if send_task is None:
+            send_task = _as_model(send)
         self._stop_serving(session_id)
         queues = [
             (task, version, lang) for task, version in contracts for lang in (None, runtime.lower())
@@ -419,6 +449,7 @@ class WorkerPool:
         member.worker_id, member.queues, member.capacity, member.send = (
             worker_id, queues, capacity, send,
         )  # fmt: skip
+        member.send_task = send_task
         for key in queues:
             self._servers.setdefault(key, {})[session_id] = None
         self.fill(session_id)
@@ -428,7 +459,7 @@ class WorkerPool:
         member = self._members.get(session_id)
         if member is not None:
             self._stop_serving(session_id)
-            member.send = None
+            member.send = member.send_task = None
 
     def end(self, session_id: str) -> list[Held]:
         """The session is over: every token it held and was not cancelled, reserved ones
@@ -448,7 +479,7 @@ class WorkerPool:
             member.capacity = capacity
             self.fill(session_id)
 
-    def pushed(self, session_id: str) -> Iterator[wire.Task]:
+    def pushed(self, session_id: str) -> Iterator[TaskFields]:
         """The tasks a session holds and was not told to stop (pushed again on a resume)."""
         member = self._members.get(session_id)
         for held in member.held.values() if member else ():
@@ -575,3 +606,8 @@ class WorkerPool:
             servers = self._servers.get(key)
             if servers is not None:
                 servers.pop(session_id, None)
+
+
+def _as_model(send: Send) -> SendTask:
+    """A ``send_task`` that hands ``send`` each task as its model."""
+    return lambda task: send(task_model(task))

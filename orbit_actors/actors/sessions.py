@@ -27,8 +27,9 @@ from ..store.base import WorkerRecord
 from ..store.rules import TOUCH_INTERVAL_MS
 from ..views.unchecked import unchecked
 from ..wire import messages as wire
+from ..wire.server_fields import TaskFields
 from .clock import Clock
-from .pool import WorkerPool
+from .pool import SendTask, WorkerPool, resent, task_model
 
 log = logging.getLogger("orbit.workers")
 
@@ -99,18 +100,19 @@ class SessionManager:
 
     def connect(
         self, send: Send, close: Close | None = None, bound_worker_id: str | None = None,
-        send_ack: SendAck | None = None,
+        send_ack: SendAck | None = None, send_task: SendTask | None = None,
     ) -> Connection:  # fmt: skip
         """A new connection; feed it every decoded message. ``bound_worker_id``: the worker
         its credentials name; it may register as no other. ``send_ack`` sends a result's ack
-        without its model (the gateway encodes it at once); by default the ``Ack`` is
-        ``send``'s."""
-        connection = Connection(self, send, close or (lambda code, reason: None), send_ack)
+        and ``send_task`` a task without its model (the gateway encodes them at once); by
+        default the ``Ack`` and the ``Task`` are ``send``'s."""
+        close = close or (lambda code, reason: None)
+        connection = Connection(self, send, close, send_ack, send_task)
         connection.bound_worker_id = bound_worker_id
         return connection
 
     def adopt(
-        self, session_id: str, worker_id: str, task: wire.Task, dispatched_at_ms: int
+        self, session_id: str, worker_id: str, task: TaskFields, dispatched_at_ms: int
     ) -> None:
         """After a restart: a task held by a session that may come back within the timeout.
         In shared mode, a session another server named cannot come back here (the shared queue
@@ -118,7 +120,7 @@ class SessionManager:
         uncertain now."""
         if self.server_tag and session_id not in self.sessions and not self._ours(session_id):
             reason = f"worker `{worker_id}` was connected to a server that stopped"
-            self._pending_uncertain[task.token] = (trio.current_time(), reason)
+            self._pending_uncertain[task["token"]] = (trio.current_time(), reason)
             self._poke()
             return
         if session_id not in self.sessions:
@@ -222,12 +224,14 @@ class Connection:
     """The protocol of one connection: registration, results, heartbeats, credit, goodbye."""
 
     def __init__(
-        self, manager: SessionManager, send: Send, close: Close, send_ack: SendAck | None = None
-    ) -> None:
+        self, manager: SessionManager, send: Send, close: Close, send_ack: SendAck | None = None,
+        send_task: SendTask | None = None,
+    ) -> None:  # fmt: skip
         self.manager = manager
         self.send = send
         self.close = close
         self.send_ack = send_ack or self._send_ack_model
+        self.send_task = send_task or self._send_task_model
         self.session: WorkerSession | None = None
         self.ever_registered = False
         self.bound_worker_id: str | None = None
@@ -330,6 +334,9 @@ class Connection:
         fields = {"type": "ack", "token": token, "accepted": accepted, "reason": reason, "ref": ref}
         self.send(unchecked(wire.Ack, fields, _ACK_GIVEN))  # one per result: not validated
 
+    def _send_task_model(self, task: TaskFields) -> None:
+        self.send(task_model(task))
+
     async def _register(self, message: wire.Register) -> None:
         if self.session is not None:
             self._error("ALREADY_REGISTERED", "this connection already holds a session", message.id)
@@ -374,13 +381,13 @@ class Connection:
         pool = manager.pool
         if resumed:  # a task frame may have been lost with the connection (or the server)
             for task in list(pool.pushed(session.id)):
-                self.send(task.again())
+                self.send_task(resent(task))
         cancelled = pool.cancelled(session.id)
         if cancelled:
             self.send(wire.Cancel(tokens=list(cancelled), reason=next(iter(cancelled.values()))))
         pool.connect(
             session.id, session.worker_id, session.runtime, session.contracts,
-            message.concurrency, self.send,
+            message.concurrency, self.send, self.send_task,
         )  # fmt: skip
 
     def _open(self, message: wire.Register) -> tuple[WorkerSession, bool, list[str]]:

@@ -33,6 +33,7 @@ from ..http.application import ServerSocket as Socket
 from ..http.websocket import SocketClosed
 from ..runtime import Runtime
 from ..wire import messages as wire
+from ..wire.server_fields import TaskFields
 
 log = logging.getLogger("orbit.gateway")
 
@@ -67,13 +68,15 @@ class _Outbox:
         self.sent_error = False  # since the last frame received
 
     def send(self, message: wire.ServerMessage) -> None:
-        """Queue ``message`` (the session layer's ``send``: it never blocks)."""
-        if isinstance(message, wire.Task):
-            self._queue(wire.encode_utf8(message))
-            return
+        """Queue ``message`` (the session layer's ``send``: it never blocks); tasks come
+        through :meth:`send_task`."""
         if isinstance(message, wire.ErrorMessage):
             self.sent_error = True
         self._queue_other(wire.encode_utf8(message))
+
+    def send_task(self, task: TaskFields) -> None:
+        """Queue a task (the session layer's ``send_task``), encoded from its fields."""
+        self._queue(wire.encode_task(task))
 
     def send_ack(
         self, token: str, accepted: bool, reason: str | None, ref: str | int | None
@@ -150,7 +153,9 @@ async def serve_connection(
     await socket.accept()
     serving = trio.CancelScope()
     outbox = _Outbox(serving)
-    connection = runtime.connect(outbox.send, outbox.close, bound_worker_id, outbox.send_ack)
+    connection = runtime.connect(
+        outbox.send, outbox.close, bound_worker_id, outbox.send_ack, outbox.send_task
+    )
     try:
         with serving:
             async with trio.open_nursery() as nursery:

@@ -35,11 +35,12 @@ import trio
 from ..actors import commands as cmd
 from ..actors.clock import Clock
 from ..actors.execution import new_token
-from ..actors.pool import Offer, QueueKey, WorkerPool
+from ..actors.pool import Offer, QueueKey, WorkerPool, task_model
 from ..errors import OrbitError, OwnerUnavailableError, StorageError
 from ..mailbox import Reply
 from ..store.cluster import Cluster, ReadyTask
 from ..wire.messages import Task
+from ..wire.server_fields import TaskFields
 from . import forwarding as fw
 from .forwarding import Forwarder
 from .registry import Registry
@@ -234,17 +235,18 @@ class TaskSharing(Remote):
         if task is None:
             self._pool.release(token)
         else:
-            self._pool.push(Task.model_validate(task), self._clock.now_ms())
+            self._pool.push(Task.model_validate(task).as_fields(), self._clock.now_ms())
 
     async def dispatch_here(self, execution_id: str, c: fw.OfferCommand) -> Task | None:
         """As the owner: dispatch a unit another server claimed to its session; the task, or
         None for a stale offer."""
-        task: Task | None = await self._registry.request(
+        fields: TaskFields | None = await self._registry.request(
             execution_id,
             cmd.RemoteOffer(c.key, c.attempt, c.token, c.worker_id, c.session_id, reply=Reply()),
         )
-        if task is None:
+        if fields is None:
             return None
+        task = task_model(fields)
         server = server_of_session(c.session_id)
         if server is not None:
             self._remote.setdefault(server, {})[c.token] = execution_id

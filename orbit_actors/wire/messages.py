@@ -9,12 +9,15 @@ are encoded with :func:`encode`.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import to_json
 
 from ..ir.jsontext import MAX_DEPTH, TooDeepError, check_depth
+
+if TYPE_CHECKING:
+    from .server_fields import TaskFields
 
 
 class _Message(BaseModel):
@@ -194,6 +197,10 @@ class Task(_ServerMessage):
         """This task as it is sent again to the session that holds it."""
         return self.model_copy(update={"resent": True})
 
+    def as_fields(self) -> TaskFields:
+        """Every field of this task, by name (as the server's pool holds a task)."""
+        return cast("TaskFields", self.model_dump())
+
 
 class Ack(_ServerMessage):
     """The answer to a result."""
@@ -280,6 +287,17 @@ def encode_utf8(message: ServerMessage) -> bytes:
         if data[name] is absent:
             if fresh:
                 data, fresh = data.copy(), False
+            del data[name]
+    return _to_json(data, inf_nan_mode="null")
+
+
+def encode_task(task: TaskFields) -> bytes:
+    """``encode_utf8`` of the ``Task`` these fields make, without the model (one per
+    dispatch: the server holds a task as its fields, see ``actors/pool.py``). The same serializer
+    over the same fields in the same order, those left out by ``encode_utf8`` left out."""
+    data = dict(task)
+    for name, absent in _LEFT_OUT[Task]:
+        if data[name] is absent:
             del data[name]
     return _to_json(data, inf_nan_mode="null")
 

@@ -26,7 +26,7 @@ from orbit_actors.ir.plan import CompiledDefinition
 from orbit_actors.mailbox import Command, Mailbox, Reply
 from orbit_actors.store.base import Commit, RateCharge, RateLimited
 from orbit_actors.testing import MemoryStore
-from orbit_actors.wire.messages import Task
+from orbit_actors.wire.server_fields import TaskFields
 
 from ..store.helpers import events, row
 from .conftest import workflow
@@ -47,7 +47,7 @@ class FakePool:
 
     free: int = 1
     calls: list[str] = field(default_factory=list)
-    pushed: list[Task] = field(default_factory=list)
+    pushed: list[TaskFields] = field(default_factory=list)
 
     def enqueue(self, execution_id: str, unit: TaskInvocation) -> None:
         self.calls.append(f"enqueue {unit.key}")
@@ -79,9 +79,9 @@ class FakePool:
     def hold(self, execution_id: str, unit: TaskInvocation, now_ms: int) -> None:
         self.calls.append(f"hold {unit.key}")
 
-    def push(self, task: Task, now_ms: int) -> None:
+    def push(self, task: TaskFields, now_ms: int) -> None:
         self.pushed.append(task)
-        self.calls.append(f"push {task.step_id}")
+        self.calls.append(f"push {task['step_id']}")
 
     def settle(self, token: str) -> Held | None:
         self.free += 1
@@ -97,7 +97,7 @@ class FakePool:
         self.calls.append(f"cancel {len(tokens)}")
 
     def step_of(self, token: str) -> str:
-        return next(t.step_id for t in self.pushed if t.token == token)
+        return next(t["step_id"] for t in self.pushed if t["token"] == token)
 
 
 @dataclass
@@ -168,11 +168,11 @@ async def test_a_result_frees_its_slot_for_the_next_unit_in_the_same_commit(
     fakes = Fakes()
     async with trio.open_nursery() as nursery:
         mailbox = await spawned(nursery, fakes)
-        verdict = await result(mailbox, fakes.pool.pushed[0].token)
+        verdict = await result(mailbox, fakes.pool.pushed[0]["token"])
         assert verdict.accepted
         assert fakes.pool.calls == ["claim a", "push a", "settle a", "claim b", "push b"]
         assert fakes.committed[1] == ["StepSucceeded", "StepScheduled", "StepDispatched"]
-        await result(mailbox, fakes.pool.pushed[1].token)
+        await result(mailbox, fakes.pool.pushed[1]["token"])
         assert fakes.finished == ["completed"]
         assert len(fakes.committed) == 3
 
@@ -206,7 +206,7 @@ async def test_a_result_not_recorded_holds_its_token_again_and_stops_the_actor(
         async with trio.open_nursery() as nursery:
             mailbox = await spawned(nursery, fakes)
             fakes.store.fail_next_commit = "disk full"
-            command = cmd.ReportResult(fakes.pool.pushed[0].token, "w1", {}, reply=Reply())
+            command = cmd.ReportResult(fakes.pool.pushed[0]["token"], "w1", {}, reply=Reply())
             mailbox.send_nowait(command)
     assert fakes.pool.calls[-2:] == ["release", "restore"]
 

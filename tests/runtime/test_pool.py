@@ -10,18 +10,19 @@ from hypothesis import strategies as st
 from orbit_actors.actors.pool import Offer, WorkerPool
 from orbit_actors.decide.invocation import TaskInvocation
 from orbit_actors.wire import messages as wire
+from orbit_actors.wire.server_fields import TaskFields
 
 
 def unit(key: str) -> TaskInvocation:
     return TaskInvocation(key, "t", "1", None, {}, f"e/1/{key}", 1, False, None)
 
 
-def task(token: str, key: str = "k") -> wire.Task:
+def task(token: str, key: str = "k") -> TaskFields:
     return wire.Task(
         type="task", token=token, execution_id="e", workflow="wf", workflow_version="1.0.0",
         step_id=key, task_name="t", contract_version="1", input={}, idempotency_key=key,
         attempt=1, redelivery=False, deadline_ms=None, timeout_ms=None,
-    )  # fmt: skip
+    ).as_fields()  # fmt: skip
 
 
 class Model:
@@ -140,7 +141,7 @@ def test_a_disconnected_session_keeps_its_tasks_for_a_resume_and_takes_no_new_wo
     model.pool.push(task("tok-a"), 1)  # committed while the connection was gone
     assert model.sent["s1"] == []
     assert model.pool.claim(unit("b"), "tok-b", 1) is None
-    assert [t.token for t in model.pool.pushed("s1")] == ["tok-a"]
+    assert [t["token"] for t in model.pool.pushed("s1")] == ["tok-a"]
     model.connect("s1", 2)
     assert model.pool.claim(unit("b"), "tok-b", 2) == ("s1", "w-s1")
 

@@ -1,6 +1,7 @@
 """A server message is written as the bytes its pydantic model encodes to, absent fields left
 out: :func:`~orbit_actors.wire.messages.encode_text` writes the fields without the model's
-schema (and :func:`~orbit_actors.wire.messages.encode_ack` an ack without its model), so each is
+schema (and :func:`~orbit_actors.wire.messages.encode_ack` an ack, and
+:func:`~orbit_actors.wire.messages.encode_task` a task's fields, without its model), so each is
 checked against the model's own serializer for many generated values."""
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ def test_a_task_is_written_as_its_model_encodes_it(
         unchecked(wire.Task, dict(task.__dict__), frozenset(task.model_fields_set))
     )
     assert ("resent" in json.loads(text)) is resent
+    # as the server holds it (actors/pool.py): its fields, encoded without the model
+    assert wire.encode_task(task.as_fields()).decode() == text
 
 
 @settings(max_examples=200, deadline=None)
