@@ -234,3 +234,35 @@ async def test_a_runtime_closes_while_handed_commits_are_in_flight_and_what_it_a
                 for execution_id in acknowledged:
                     types = [event.type for event in await runtime.history(execution_id)]
                     assert "StepSucceeded" in types, (execution_id, types)
+
+
+async def test_a_task_claimed_by_a_batch_whose_publishing_crashed_is_delivered_after_the_respawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a result's batch dispatches b to the free worker in its commit; a fault before the push
+    # (the commit durable, the slot reserved): the respawned actor must send b (its task has no
+    # timeout: left reserved and unsent, the execution would wait for ever)
+    published = ExecutionActor._published
+    crashed: list[str] = []
+
+    def crash_before_pushing(
+        self: ExecutionActor, batch: Any, claimed: Any, reported: str | None
+    ) -> Any:
+        if claimed and reported is not None and not crashed:
+            crashed.append(claimed[0].step_id)
+            raise RuntimeError("publishing failed")
+        return published(self, batch, claimed, reported)
+
+    monkeypatch.setattr(ExecutionActor, "_published", crash_before_pushing)
+    with trio.fail_after(60):  # a safety net: without the fix it waits for ever
+        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
+            await runtime.register_definition(TWO)
+            worker = FakeWorker(runtime, "w1", [("t", "1")])
+            async with trio.open_nursery() as nursery:
+                await nursery.start(worker.serve)
+                await runtime.start("wf", execution_id="e1")
+                assert (await runtime.wait("e1", 30)).status == "completed"
+                nursery.cancel_scope.cancel()
+    assert crashed == ["b"]
+    assert runtime.supervisor.stats.restarts == 1
+    assert [task.step_id for task in worker.tasks] == ["a", "b"]  # b sent once, not twice
