@@ -3,7 +3,9 @@ together so that their commits go to the group writer while another request watc
 the store fails answers each of its results with the error and publishes nothing (the results
 sent again are taken); a fault while publishing a batch in another actor's task crashes that
 batch's actor only; and no task is pushed, no result acknowledged, before its commit is
-durable; a runtime that closes while handed commits are in flight waits for them."""
+durable; a runtime that closes while handed commits are in flight waits for them. A fault while
+publishing a durable batch leaves nothing undone after the respawn: the tasks it dispatched are
+sent, and a start's is answered as started."""
 
 from __future__ import annotations
 
@@ -110,8 +112,7 @@ async def test_a_crash_publishing_a_handed_batch_in_another_task_lands_in_its_ow
         handed = self._handed
         elsewhere = handed is not None and handed.task is not trio.lowlevel.current_task()
         units = published(self, batch, claimed, reported)
-        # a result's batch (a start's would fail its start: nothing known to be stored yet),
-        # published, then a fault (a bug, say) in what follows
+        # a result's batch, published, then a fault (a bug, say) in what follows
         if elsewhere and reported is not None and not crashed:
             crashed.append(self.execution_id)
             raise RuntimeError("publishing failed")
@@ -266,3 +267,33 @@ async def test_a_task_claimed_by_a_batch_whose_publishing_crashed_is_delivered_a
     assert crashed == ["b"]
     assert runtime.supervisor.stats.restarts == 1
     assert [task.step_id for task in worker.tasks] == ["a", "b"]  # b sent once, not twice
+
+
+async def test_a_start_whose_first_commit_is_durable_and_whose_publishing_crashed_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the start's own batch (a dispatched in its commit) crashes while publishing: the
+    # execution is stored, so the start is answered as started, and it runs after the respawn
+    published = ExecutionActor._published
+    crashed: list[str] = []
+
+    def crash_publishing_the_start(
+        self: ExecutionActor, batch: Any, claimed: Any, reported: str | None
+    ) -> Any:
+        if any(event.type == "WorkflowCreated" for event in batch) and not crashed:
+            crashed.append(self.execution_id)
+            raise RuntimeError("publishing failed")
+        return published(self, batch, claimed, reported)
+
+    monkeypatch.setattr(ExecutionActor, "_published", crash_publishing_the_start)
+    with trio.fail_after(60):
+        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
+            await runtime.register_definition(TWO)
+            worker = FakeWorker(runtime, "w1", [("t", "1")])
+            async with trio.open_nursery() as nursery:
+                await nursery.start(worker.serve)
+                assert await runtime.start("wf", execution_id="e1") == ("e1", True)
+                assert (await runtime.wait("e1", 30)).status == "completed"
+                nursery.cancel_scope.cancel()
+    assert crashed == ["e1"]
+    assert runtime.supervisor.stats.restarts == 1
