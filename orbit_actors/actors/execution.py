@@ -216,6 +216,7 @@ class ExecutionActor:
         self.mailbox = mailbox
         self.current: Command | None = None
         self.started = False
+        self.stored = False  # a commit of it is durable (a new execution's first: it exists)
         self.passivated = False  # it ended its run because it rests (it is not finished)
         self.wake_at_ms: int | None = None  # when it next needs deciding, as last computed
         self._rest: tuple[ExecutionState, int, Rest] | None = None  # (state, its seq, rest)
@@ -569,6 +570,7 @@ class ExecutionActor:
             return await self._settle(
                 applied, reported, create=create, admit=admit, claim_rated=False
             )
+        self.stored = True
         if handed is None:
             ports.committed(state, batch, clock.seconds() - began)
             runtime_units = self._published(batch, claimed, reported)

@@ -10,7 +10,8 @@ mailbox would serialize them, and each costs the same however many executions ar
 
 A token's life in the pool: **reserved** for a session by :meth:`WorkerPool.claim` (an actor
 dispatching in its own commit) or by a match handed to the unit's actor as an :class:`Offer`;
-**pushed** once its ``StepDispatched`` is durable; then **settled** when the worker answers,
+**pushed** once its ``StepDispatched`` is durable (or, when its actor crashed in between, when
+the respawned actor adopts it); then **settled** when the worker answers,
 **cancelled** (the slot is free at once; the token stays listed until the worker reports it), or
 **lost** with its session. A reservation whose commit fails or whose offer was stale is
 **released**. A session that ends hands back every token it held, reserved ones included, so an
@@ -408,9 +409,14 @@ class WorkerPool:
 
     def adopt(self, session_id: str, worker_id: str, task: TaskFields, since_ms: int) -> None:
         """After a restart: a task its session held in the previous process (the session
-        waits, disconnected, to be resumed)."""
+        waits, disconnected, to be resumed). After an actor's respawn in this process, a token
+        still held: pushed already (nothing to do), or reserved only (its actor crashed after
+        the dispatch was durable, before the push): pushed now."""
         token = task["token"]
-        if token in self._held:
+        held = self._held.get(token)
+        if held is not None:
+            if held.task is None and held.cancelled is None:
+                self.push(task, since_ms)
             return
         member = self._members.get(session_id)
         if member is None:

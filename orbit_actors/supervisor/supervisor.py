@@ -245,7 +245,11 @@ class Supervisor:
                 status.fail(exc) if created is not None and not actor.started else status.started()
                 return
             except Exception as exc:
-                if created is not None and not actor.started:
+                if created is not None and not actor.started and actor.stored:
+                    # its first commit is durable (publishing it failed, or what followed it):
+                    # it started, and is respawned from its history like any crashed actor
+                    status.started()
+                elif created is not None and not actor.started:
                     status.fail(exc)  # the starter is told; nothing is known to be stored
                     found = await self._written_after_all(execution_id, exc, admit, mailbox)
                     if found is None:

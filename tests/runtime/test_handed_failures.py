@@ -3,10 +3,13 @@ together so that their commits go to the group writer while another request watc
 the store fails answers each of its results with the error and publishes nothing (the results
 sent again are taken); a fault while publishing a batch in another actor's task crashes that
 batch's actor only; and no task is pushed, no result acknowledged, before its commit is
-durable; a runtime that closes while handed commits are in flight waits for them."""
+durable; a runtime that closes while handed commits are in flight waits for them. A fault while
+publishing a durable batch leaves nothing undone after the respawn: the tasks it dispatched are
+sent, and a start's is answered as started."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -110,8 +113,7 @@ async def test_a_crash_publishing_a_handed_batch_in_another_task_lands_in_its_ow
         handed = self._handed
         elsewhere = handed is not None and handed.task is not trio.lowlevel.current_task()
         units = published(self, batch, claimed, reported)
-        # a result's batch (a start's would fail its start: nothing known to be stored yet),
-        # published, then a fault (a bug, say) in what follows
+        # a result's batch, published, then a fault (a bug, say) in what follows
         if elsewhere and reported is not None and not crashed:
             crashed.append(self.execution_id)
             raise RuntimeError("publishing failed")
@@ -192,12 +194,15 @@ async def test_a_runtime_closes_while_handed_commits_are_in_flight_and_what_it_a
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     attempt = GroupWriter._attempt
+    hold, held, release = threading.Event(), threading.Event(), threading.Event()
 
-    def attempt_slowly(self: GroupWriter[Any], batch: list[Any]) -> None:
-        time.sleep(0.02)  # (the writer's thread) a slow disk
+    def attempt_held(self: GroupWriter[Any], batch: list[Any]) -> None:
+        if hold.is_set():  # (the writer's thread) a disk that does not answer until released
+            held.set()
+            release.wait(30)
         attempt(self, batch)
 
-    monkeypatch.setattr(GroupWriter, "_attempt", attempt_slowly)
+    monkeypatch.setattr(GroupWriter, "_attempt", attempt_held)
     handed: list[Any] = []
     commit_soon = GroupWriter.commit_soon
 
@@ -225,12 +230,80 @@ async def test_a_runtime_closes_while_handed_commits_are_in_flight_and_what_it_a
                         if isinstance(answer, wire.Ack) and answer.accepted:
                             acknowledged.append(task.execution_id)
 
-                    for task in tasks:
+                    for task in tasks[:10]:  # acknowledged, so durable
+                        await complete(task)
+                    hold.set()
+                    for task in tasks[10:]:
                         nursery.start_soon(complete, task)
-                    await trio.sleep(0.03)  # some commits handed over, none or few durable
-                    assert any(not request.done for request in handed)
+                    await trio.to_thread.run_sync(held.wait, 30)
+                    await trio.sleep(0.05)  # the other results come, their commits handed over
+                    assert any(not request.done for request in handed)  # (the writer is held)
                     nursery.cancel_scope.cancel()
+                    release.set()  # the closing runtime waits for the commits it handed over
+            assert len(acknowledged) == 10
             async with open_runtime(store) as runtime:
                 for execution_id in acknowledged:
                     types = [event.type for event in await runtime.history(execution_id)]
                     assert "StepSucceeded" in types, (execution_id, types)
+
+
+async def test_a_task_claimed_by_a_batch_whose_publishing_crashed_is_delivered_after_the_respawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a result's batch dispatches b to the free worker in its commit; a fault before the push
+    # (the commit durable, the slot reserved): the respawned actor must send b (its task has no
+    # timeout: left reserved and unsent, the execution would wait for ever)
+    published = ExecutionActor._published
+    crashed: list[str] = []
+
+    def crash_before_pushing(
+        self: ExecutionActor, batch: Any, claimed: Any, reported: str | None
+    ) -> Any:
+        if claimed and reported is not None and not crashed:
+            crashed.append(claimed[0]["step_id"])
+            raise RuntimeError("publishing failed")
+        return published(self, batch, claimed, reported)
+
+    monkeypatch.setattr(ExecutionActor, "_published", crash_before_pushing)
+    with trio.fail_after(60):  # a safety net: without the fix it waits for ever
+        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
+            await runtime.register_definition(TWO)
+            worker = FakeWorker(runtime, "w1", [("t", "1")])
+            async with trio.open_nursery() as nursery:
+                await nursery.start(worker.serve)
+                await runtime.start("wf", execution_id="e1")
+                assert (await runtime.wait("e1", 30)).status == "completed"
+                nursery.cancel_scope.cancel()
+    assert crashed == ["b"]
+    assert runtime.supervisor.stats.restarts == 1
+    assert [task.step_id for task in worker.tasks] == ["a", "b"]  # b sent once, not twice
+
+
+async def test_a_start_whose_first_commit_is_durable_and_whose_publishing_crashed_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the start's own batch (a dispatched in its commit) crashes while publishing: the
+    # execution is stored, so the start is answered as started, and it runs after the respawn
+    published = ExecutionActor._published
+    crashed: list[str] = []
+
+    def crash_publishing_the_start(
+        self: ExecutionActor, batch: Any, claimed: Any, reported: str | None
+    ) -> Any:
+        if any(event.type == "WorkflowCreated" for event in batch) and not crashed:
+            crashed.append(self.execution_id)
+            raise RuntimeError("publishing failed")
+        return published(self, batch, claimed, reported)
+
+    monkeypatch.setattr(ExecutionActor, "_published", crash_publishing_the_start)
+    with trio.fail_after(60):
+        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
+            await runtime.register_definition(TWO)
+            worker = FakeWorker(runtime, "w1", [("t", "1")])
+            async with trio.open_nursery() as nursery:
+                await nursery.start(worker.serve)
+                assert await runtime.start("wf", execution_id="e1") == ("e1", True)
+                assert (await runtime.wait("e1", 30)).status == "completed"
+                nursery.cancel_scope.cancel()
+    assert crashed == ["e1"]
+    assert runtime.supervisor.stats.restarts == 1

@@ -175,3 +175,20 @@ def test_a_withdrawn_unit_no_longer_waits_and_is_skipped_when_its_turn_comes() -
     pool.connect("s1", "w1", "python", [("t", "1")], 5, lambda message: None)
     assert [offer.key for offer in offers] == ["next"]
     assert pool.statistics() == {"t@1": 0}
+
+
+def test_a_respawned_actor_adopting_a_token_reserved_and_never_pushed_pushes_it_once() -> None:
+    # the actor crashed between its dispatch's commit and the push: the slot is still reserved
+    sent: list[wire.ServerMessage] = []
+    pool = WorkerPool(lambda offer: None)
+    pool.connect("s1", "w1", "python", [("t", "1")], 2, sent.append)
+    assert pool.claim(unit("a"), "tok-a") == ("s1", "w1")
+    assert pool.claim(unit("b"), "tok-b") == ("s1", "w1")
+    pool.push(task("tok-b", "b"), 0)
+    pool.adopt("s1", "w1", task("tok-a", "a"), 0)  # reserved only: pushed now
+    pool.adopt("s1", "w1", task("tok-b", "b"), 0)  # pushed already: not sent again
+    pool.adopt("s1", "w1", task("tok-a", "a"), 0)  # pushed now: not sent again
+    assert [(m.token, m.resent) for m in sent if isinstance(m, wire.Task)] == [
+        ("tok-b", False), ("tok-a", False),
+    ]  # fmt: skip
+    assert sorted(t["token"] for t in pool.pushed("s1")) == ["tok-a", "tok-b"]
