@@ -17,15 +17,8 @@ from orbit_actors.runtime import RuntimeConfig, open_runtime
 from orbit_actors.store import open_sqlite_store
 from orbit_actors.testing import FakeWorker
 
-from .conftest import workflow
+from .conftest import THREE, served, workflow
 
-THREE = workflow(
-    "steps:\n"
-    "  - {id: a, task: t, input: {n: '${input.n}'}}\n"
-    "  - {id: b, task: t, input: {n: '${steps.a.output.n}'}}\n"
-    "  - {id: c, task: t, input: {n: '${steps.b.output.n}'}}\n"
-    "output: {n: '${steps.c.output.n}'}\n"
-)
 SIGNALLED = workflow(
     "signals: {go: null}\nsteps: [{id: a, task: t, input: {n: '${input.n}'}}, {id: w, await: go}]\n"
 )
@@ -48,21 +41,17 @@ async def test_an_execution_of_three_results_takes_one_actor_step_per_result(
 ) -> None:
     steps = ActorSteps()
     with trio.fail_after(60):
-        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
-            await runtime.register_definition(THREE)
-            worker = FakeWorker(runtime, "w1", [("t", "1")])
-            async with trio.open_nursery() as nursery:
-                await nursery.start(worker.serve)
-                trio.lowlevel.add_instrument(steps)
-                async with trio.open_nursery() as starts:
-                    for n in range(40):
-                        starts.start_soon(
-                            partial(runtime.start, "wf", input={"n": n}, execution_id=f"e{n}")
-                        )
+        async with served(tmp_path / "o.db", THREE) as (runtime, _worker, nursery):
+            trio.lowlevel.add_instrument(steps)
+            async with trio.open_nursery() as starts:
                 for n in range(40):
-                    assert (await runtime.wait(f"e{n}", 30)).output == {"n": n}
-                trio.lowlevel.remove_instrument(steps)
-                nursery.cancel_scope.cancel()
+                    starts.start_soon(
+                        partial(runtime.start, "wf", input={"n": n}, execution_id=f"e{n}")
+                    )
+            for n in range(40):
+                assert (await runtime.wait(f"e{n}", 30)).output == {"n": n}
+            trio.lowlevel.remove_instrument(steps)
+            nursery.cancel_scope.cancel()
     # the start, one per result, and the end: 5, and one more per commit whose actor watched for
     # its batch itself (8 when each commit woke its actor once more)
     assert steps.steps[ACTOR] / 40 <= 6.5, steps.steps[ACTOR] / 40
@@ -70,60 +59,44 @@ async def test_an_execution_of_three_results_takes_one_actor_step_per_result(
 
 async def test_a_command_sent_while_a_result_commits_is_served_after_it(tmp_path: Path) -> None:
     with trio.fail_after(60):
-        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
-            await runtime.register_definition(SIGNALLED)
-            worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
-            async with trio.open_nursery() as nursery:
-                await nursery.start(worker.serve)
-                for n in range(20):
-                    await runtime.start("wf", input={"n": n}, execution_id=f"e{n}")
-                tasks = await worker.wait_for_tasks(20)
-                async with trio.open_nursery() as both:
-                    for n, task in enumerate(tasks):
-                        both.start_soon(worker.complete, task.token, {"n": n})
-                        both.start_soon(runtime.signal, task.execution_id, "go", None)
-                for n in range(20):
-                    assert (await runtime.wait(f"e{n}", 30)).status == "completed"
-                history = await runtime.history("e3")
-                types = [event.type for event in history]
-                assert types.index("StepSucceeded") < types.index("WorkflowCompleted")
-                assert "SignalReceived" in types
-                nursery.cancel_scope.cancel()
+        async with served(tmp_path / "o.db", SIGNALLED, auto=False) as (runtime, worker, nursery):
+            for n in range(20):
+                await runtime.start("wf", input={"n": n}, execution_id=f"e{n}")
+            tasks = await worker.wait_for_tasks(20)
+            async with trio.open_nursery() as both:
+                for n, task in enumerate(tasks):
+                    both.start_soon(worker.complete, task.token, {"n": n})
+                    both.start_soon(runtime.signal, task.execution_id, "go", None)
+            for n in range(20):
+                assert (await runtime.wait(f"e{n}", 30)).status == "completed"
+            history = await runtime.history("e3")
+            types = [event.type for event in history]
+            assert types.index("StepSucceeded") < types.index("WorkflowCompleted")
+            assert "SignalReceived" in types
+            nursery.cancel_scope.cancel()
 
 
 async def test_a_wake_up_of_its_own_after_a_result_is_kept(tmp_path: Path) -> None:
     with trio.fail_after(60):
-        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
-            await runtime.register_definition(NAP)
-            worker = FakeWorker(runtime, "w1", [("t", "1")])
-            async with trio.open_nursery() as nursery:
-                await nursery.start(worker.serve)
-                for n in range(10):
-                    await runtime.start("wf", execution_id=f"e{n}")
-                for n in range(10):
-                    assert (await runtime.wait(f"e{n}", 30)).status == "completed"
-                nursery.cancel_scope.cancel()
+        async with served(tmp_path / "o.db", NAP) as (runtime, _worker, nursery):
+            for n in range(10):
+                await runtime.start("wf", execution_id=f"e{n}")
+            for n in range(10):
+                assert (await runtime.wait(f"e{n}", 30)).status == "completed"
+            nursery.cancel_scope.cancel()
 
 
 async def test_an_execution_resting_after_a_result_still_leaves_memory(tmp_path: Path) -> None:
     config = RuntimeConfig(passivation=Passivation(idle_s=0.2, near_s=0.2))
     with trio.fail_after(60):
-        async with (
-            open_sqlite_store(tmp_path / "o.db") as store,
-            open_runtime(store, config) as runtime,
-        ):
-            await runtime.register_definition(SIGNALLED)
-            worker = FakeWorker(runtime, "w1", [("t", "1")])
-            async with trio.open_nursery() as nursery:
-                await nursery.start(worker.serve)
-                for n in range(10):
-                    await runtime.start("wf", input={"n": n}, execution_id=f"e{n}")
-                while runtime.supervisor.stats.passivations < 10:
-                    await trio.sleep(0.05)
-                for n in range(10):
-                    await runtime.signal(f"e{n}", "go", None)
-                    assert (await runtime.wait(f"e{n}", 30)).status == "completed"
-                nursery.cancel_scope.cancel()
+        async with served(tmp_path / "o.db", SIGNALLED, config=config) as (runtime, _, _):
+            for n in range(10):
+                await runtime.start("wf", input={"n": n}, execution_id=f"e{n}")
+            while runtime.supervisor.stats.passivations < 10:
+                await trio.sleep(0.05)
+            for n in range(10):
+                await runtime.signal(f"e{n}", "go", None)
+                assert (await runtime.wait(f"e{n}", 30)).status == "completed"
 
 
 async def test_a_runtime_closes_while_its_actors_wait_after_a_handed_commit(

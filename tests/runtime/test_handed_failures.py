@@ -26,7 +26,7 @@ from orbit_actors.store.group import CommitWork, GroupWriter, _refusal
 from orbit_actors.testing import FakeWorker
 from orbit_actors.wire import messages as wire
 
-from .conftest import workflow
+from .conftest import THREE, served, workflow
 
 TWO = workflow("steps: [{id: a, task: t}, {id: b, task: t}]\n")
 
@@ -54,51 +54,38 @@ async def test_results_whose_handed_commits_failed_are_refused_then_taken_when_s
 
     monkeypatch.setattr(GroupWriter, "commit_soon", counted)
     with trio.fail_after(60):
-        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
-            await runtime.register_definition(TWO)
-            worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
-            async with trio.open_nursery() as nursery:
-                await nursery.start(worker.serve)
-                for n in range(30):
-                    await runtime.start("wf", execution_id=f"e{n}")
-                firsts = await worker.wait_for_tasks(30)
-                failing = True
-                answers: dict[str, Any] = {}
+        async with served(tmp_path / "o.db", TWO, auto=False) as (runtime, worker, nursery):
+            for n in range(30):
+                await runtime.start("wf", execution_id=f"e{n}")
+            firsts = await worker.wait_for_tasks(30)
+            failing = True
+            answers: dict[str, Any] = {}
 
-                async def complete(token: str) -> None:
-                    answers[token] = await worker.complete(token, {"n": 1})
+            async def complete(token: str) -> None:
+                answers[token] = await worker.complete(token, {"n": 1})
 
-                async with trio.open_nursery() as results:
-                    for task in firsts:
-                        results.start_soon(complete, task.token)
-                refused = [a for a in answers.values() if isinstance(a, wire.ErrorMessage)]
-                assert len(refused) == 30, answers
-                assert handed  # some of them were handed over
-                await trio.sleep(0.2)
-                assert len(worker.tasks) == 30  # nothing of a failed batch was pushed
-                failing = False
-                async with trio.open_nursery() as results:
-                    for task in firsts:
-                        results.start_soon(complete, task.token)
-                for token, answer in answers.items():
-                    assert isinstance(answer, wire.Ack) and answer.accepted, (token, answer)
-                seconds = (await worker.wait_for_tasks(60, within=30))[30:]
-                assert {task.step_id for task in seconds} == {"b"}
-                async with trio.open_nursery() as results:
-                    for task in seconds:
-                        results.start_soon(complete, task.token)
-                for n in range(30):
-                    assert (await runtime.wait(f"e{n}", 30)).status == "completed"
-                nursery.cancel_scope.cancel()
-
-
-THREE = workflow(
-    "steps:\n"
-    "  - {id: a, task: t, input: {n: '${input.n}'}}\n"
-    "  - {id: b, task: t, input: {n: '${steps.a.output.n}'}}\n"
-    "  - {id: c, task: t, input: {n: '${steps.b.output.n}'}}\n"
-    "output: {n: '${steps.c.output.n}'}\n"
-)
+            async with trio.open_nursery() as results:
+                for task in firsts:
+                    results.start_soon(complete, task.token)
+            refused = [a for a in answers.values() if isinstance(a, wire.ErrorMessage)]
+            assert len(refused) == 30, answers
+            assert handed  # some of them were handed over
+            await trio.sleep(0.2)
+            assert len(worker.tasks) == 30  # nothing of a failed batch was pushed
+            failing = False
+            async with trio.open_nursery() as results:
+                for task in firsts:
+                    results.start_soon(complete, task.token)
+            for token, answer in answers.items():
+                assert isinstance(answer, wire.Ack) and answer.accepted, (token, answer)
+            seconds = (await worker.wait_for_tasks(60, within=30))[30:]
+            assert {task.step_id for task in seconds} == {"b"}
+            async with trio.open_nursery() as results:
+                for task in seconds:
+                    results.start_soon(complete, task.token)
+            for n in range(30):
+                assert (await runtime.wait(f"e{n}", 30)).status == "completed"
+            nursery.cancel_scope.cancel()
 
 
 async def test_a_crash_publishing_a_handed_batch_in_another_task_lands_in_its_own_actor(
@@ -121,16 +108,12 @@ async def test_a_crash_publishing_a_handed_batch_in_another_task_lands_in_its_ow
 
     monkeypatch.setattr(ExecutionActor, "_published", published_or_crash)
     with trio.fail_after(60):
-        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
-            await runtime.register_definition(THREE)
-            worker = FakeWorker(runtime, "w1", [("t", "1")])
-            async with trio.open_nursery() as nursery:
-                await nursery.start(worker.serve)
-                for n in range(30):
-                    await runtime.start("wf", input={"n": n}, execution_id=f"e{n}")
-                for n in range(30):
-                    assert (await runtime.wait(f"e{n}", 30)).output == {"n": n}
-                nursery.cancel_scope.cancel()
+        async with served(tmp_path / "o.db", THREE) as (runtime, _worker, nursery):
+            for n in range(30):
+                await runtime.start("wf", input={"n": n}, execution_id=f"e{n}")
+            for n in range(30):
+                assert (await runtime.wait(f"e{n}", 30)).output == {"n": n}
+            nursery.cancel_scope.cancel()
     assert crashed  # one batch's publishing failed in a task not its actor's
     assert runtime.supervisor.stats.restarts == 1  # its actor's, and only it
     assert f"execution {crashed[0]} crashed" in caplog.text
@@ -165,28 +148,24 @@ async def test_nothing_of_a_handed_batch_is_seen_before_it_is_durable(
 
     monkeypatch.setattr(FakeWorker, "_deliver", deliver_checked)
     with trio.fail_after(60):
-        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
-            await runtime.register_definition(THREE)
-            worker = FakeWorker(runtime, "w1", [("t", "1")], auto=False)
-            async with trio.open_nursery() as nursery:
-                await nursery.start(worker.serve)
-                for n in range(30):
-                    await runtime.start("wf", input={"n": n}, execution_id=f"e{n}")
+        async with served(tmp_path / "o.db", THREE, auto=False) as (runtime, worker, nursery):
+            for n in range(30):
+                await runtime.start("wf", input={"n": n}, execution_id=f"e{n}")
 
-                async def complete(task: wire.Task) -> None:
-                    answer = await worker.complete(task.token, {"n": 1})
-                    assert isinstance(answer, wire.Ack) and answer.accepted, answer
-                    if (task.execution_id, task.step_id) not in durable:
-                        early.append(answer)  # a result acknowledged before it was durable
+            async def complete(task: wire.Task) -> None:
+                answer = await worker.complete(task.token, {"n": 1})
+                assert isinstance(answer, wire.Ack) and answer.accepted, answer
+                if (task.execution_id, task.step_id) not in durable:
+                    early.append(answer)  # a result acknowledged before it was durable
 
-                for round_ in range(1, 4):
-                    tasks = (await worker.wait_for_tasks(30 * round_, within=30))[-30:]
-                    async with trio.open_nursery() as results:
-                        for task in tasks:
-                            results.start_soon(complete, task)
-                for n in range(30):
-                    assert (await runtime.wait(f"e{n}", 30)).status == "completed"
-                nursery.cancel_scope.cancel()
+            for round_ in range(1, 4):
+                tasks = (await worker.wait_for_tasks(30 * round_, within=30))[-30:]
+                async with trio.open_nursery() as results:
+                    for task in tasks:
+                        results.start_soon(complete, task)
+            for n in range(30):
+                assert (await runtime.wait(f"e{n}", 30)).status == "completed"
+            nursery.cancel_scope.cancel()
     assert not early, early
 
 
@@ -266,14 +245,10 @@ async def test_a_task_claimed_by_a_batch_whose_publishing_crashed_is_delivered_a
 
     monkeypatch.setattr(ExecutionActor, "_published", crash_before_pushing)
     with trio.fail_after(60):  # a safety net: without the fix it waits for ever
-        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
-            await runtime.register_definition(TWO)
-            worker = FakeWorker(runtime, "w1", [("t", "1")])
-            async with trio.open_nursery() as nursery:
-                await nursery.start(worker.serve)
-                await runtime.start("wf", execution_id="e1")
-                assert (await runtime.wait("e1", 30)).status == "completed"
-                nursery.cancel_scope.cancel()
+        async with served(tmp_path / "o.db", TWO) as (runtime, worker, nursery):
+            await runtime.start("wf", execution_id="e1")
+            assert (await runtime.wait("e1", 30)).status == "completed"
+            nursery.cancel_scope.cancel()
     assert crashed == ["b"]
     assert runtime.supervisor.stats.restarts == 1
     assert [task.step_id for task in worker.tasks] == ["a", "b"]  # b sent once, not twice
@@ -297,13 +272,9 @@ async def test_a_start_whose_first_commit_is_durable_and_whose_publishing_crashe
 
     monkeypatch.setattr(ExecutionActor, "_published", crash_publishing_the_start)
     with trio.fail_after(60):
-        async with open_sqlite_store(tmp_path / "o.db") as store, open_runtime(store) as runtime:
-            await runtime.register_definition(TWO)
-            worker = FakeWorker(runtime, "w1", [("t", "1")])
-            async with trio.open_nursery() as nursery:
-                await nursery.start(worker.serve)
-                assert await runtime.start("wf", execution_id="e1") == ("e1", True)
-                assert (await runtime.wait("e1", 30)).status == "completed"
-                nursery.cancel_scope.cancel()
+        async with served(tmp_path / "o.db", TWO) as (runtime, _worker, nursery):
+            assert await runtime.start("wf", execution_id="e1") == ("e1", True)
+            assert (await runtime.wait("e1", 30)).status == "completed"
+            nursery.cancel_scope.cancel()
     assert crashed == ["e1"]
     assert runtime.supervisor.stats.restarts == 1
